@@ -1,0 +1,49 @@
+"""Run-time settings of the supervisor: the graph's ``context_schema``.
+
+Callers pass these per run (``graph.ainvoke(..., context={...})``, or ``context`` in the
+LangGraph SDK); Studio shows them as the assistant's context form. Every field has a default so a
+run needs none. Environment variables are read elsewhere, with type conversion, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings for one run of the supervisor graph."""
+
+    model: str | None = None
+    """Chat model as ``"provider:model"`` (``"openai:gpt-4o-mini"``) or ``"local"`` for the
+    embedded model. Empty: ``TURNPLAN_MODEL``, else ``local``."""
+
+    user_id: str = "local-user"
+    """The authenticated user the personal-task tools act for. Never a tool argument."""
+
+    conversation_id: str | None = None
+    """Explicit conversation id; when empty the LangGraph thread id is used."""
+
+    base_iterations: int = 10
+    """LLM calls a turn may make before its budget is first checked (seed 004's base)."""
+
+    max_iterations: int = 50
+    """Absolute cap on LLM calls in one turn, however many todos remain."""
+
+    history_limit: int = 10
+    """Most recent messages sent with each LLM call (plus the system prompt and plan view)."""
+
+    max_title_length: int = 200
+    """Longest todo title, in characters, after trimming."""
+
+    max_text_length: int = 2000
+    """Longest todo ``context`` or ``completionCriteria``, in characters."""
+
+    max_batch_items: int = 50
+    """Most items one ``create_todo`` call may create."""
+
+    request_timeout: float = 60.0
+    """Seconds before one model request is abandoned (then retried)."""
+
+    max_retries: int = 2
+    """Retries of a model request after a 429, a 5xx or a timeout, with backoff."""

@@ -1,0 +1,72 @@
+"""Graph state of the supervisor.
+
+The ids live here so that every node and tool sees the same turn; tools read them through
+``ToolRuntime.state`` and the model never types them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+TurnStatus = Literal["running", "answered", "budget_exhausted", "failed"]
+
+RESET = "__reset__"
+"""Sent as an update to ``modifiedTasks`` to empty it at the start of a turn."""
+
+
+def extend_or_reset(current: list[dict[str, Any]], update: Any) -> list[dict[str, Any]]:
+    """Reducer for per-turn lists: an update extends the list, ``RESET`` empties it."""
+    if update == RESET:
+        return []
+    return [*current, *update]
+
+
+@dataclass(kw_only=True)
+class InputState:
+    """What a caller sends: the conversation's messages (the newest human message is the turn)."""
+
+    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+    """The conversation. A human message's ``metadata.turnId`` (in ``additional_kwargs`` or
+    ``response_metadata``), else its ``id``, names the turn."""
+
+
+@dataclass(kw_only=True)
+class SupervisorState(InputState):
+    """Everything the nodes share during a turn; persisted per thread by the checkpointer."""
+
+    conversationId: str = ""
+    """Conversation the turn belongs to: the context's ``conversation_id``, else the thread."""
+
+    turnId: str = ""
+    """Id of the current turn; scopes its ``turn_todos`` rows. Set by ``plan``."""
+
+    turnRequest: str = ""
+    """Text of the human message that opened the turn, shown with every LLM call."""
+
+    llmCalls: int = 0
+    """LLM calls made in this turn so far."""
+
+    iterationBudget: int = 0
+    """LLM calls this turn may make; extended while todos remain, never past the cap."""
+
+    turnStatus: TurnStatus = "running"
+    """How the turn ended: answered, budget_exhausted (honest partial answer) or failed."""
+
+    modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
+    """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
+    UI can refresh."""
+
+
+@dataclass(kw_only=True)
+class OutputState:
+    """What a run returns to the caller."""
+
+    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+    conversationId: str = ""
+    turnId: str = ""
+    turnStatus: TurnStatus = "running"
+    modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)

@@ -1,0 +1,64 @@
+"""The structured error every tool returns (seed 003's envelope).
+
+A tool raises ``ToolFailure`` for anything the model or user can act on; the tools node turns it
+into a ``ToolMessage`` with ``status="error"`` whose content is the JSON envelope. Anything else is
+a bug and propagates. Argument validation errors from the model's JSON get the same envelope, so a
+malformed call never shows the model a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class ErrorCode(StrEnum):
+    NOT_FOUND = "NOT_FOUND"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    INVALID_ID = "INVALID_ID"
+    DATABASE_ERROR = "DATABASE_ERROR"
+
+
+class ToolFailure(Exception):
+    """An error the model can recover from: a code, what went wrong, and what to do next."""
+
+    def __init__(self, code: ErrorCode, message: str, suggestion: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.suggestion = suggestion
+        self.extra = extra
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "error": self.code.value,
+            "message": self.message,
+            "suggestion": self.suggestion,
+            **self.extra,
+        }
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Pydantic's errors as one line per field, without the URLs and input echoes it adds."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False):
+        location = ".".join(str(part) for part in item["loc"]) or "arguments"
+        parts.append(f"{location}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def tool_error_content(error: ToolFailure | ValidationError) -> str:
+    """The ``ToolMessage`` content for a handled tool error (used as ``handle_tool_errors``)."""
+    if isinstance(error, ToolFailure):
+        return json.dumps(error.envelope(), ensure_ascii=False)
+    return json.dumps(
+        {
+            "error": ErrorCode.VALIDATION_ERROR.value,
+            "message": f"The tool arguments are invalid: {describe_validation_error(error)}",
+            "suggestion": "Call the tool again with arguments that match its schema.",
+        },
+        ensure_ascii=False,
+    )

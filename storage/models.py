@@ -1,0 +1,79 @@
+"""ORM tables.
+
+``turn_todos`` mirrors the DDL of seed 004 column for column (camelCase names, TEXT timestamps,
+the CHECK on ``status`` and both named indexes), so tools written against that design read the
+same rows. Timestamps are ISO-8601 UTC strings, as the seed stores them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import CheckConstraint, Index, Integer, MetaData, Text, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+TODO_STATUSES = ("pending", "in_progress", "completed", "cancelled")
+OPEN_TODO_STATUSES = ("pending", "in_progress")
+CLOSED_TODO_STATUSES = ("completed", "cancelled")
+
+
+def utc_now_iso() -> str:
+    """Now, as the ISO-8601 UTC text that every timestamp column stores."""
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class Base(DeclarativeBase):
+    """Declarative base whose constraints get predictable names (needed for migrations)."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TurnTodo(Base):
+    """One item of the plan of one user turn. Rows are never deleted: status is the lifecycle."""
+
+    __tablename__ = "turn_todos"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('pending', 'in_progress', 'completed', 'cancelled')", name="status"
+        ),
+        Index("idx_turn_todos_turn", "turnId", "status"),
+        Index("idx_turn_todos_conversation", "conversationId", "turnId"),
+    )
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    conversationId: Mapped[str] = mapped_column(Text, nullable=False)
+    turnId: Mapped[str] = mapped_column(Text, nullable=False)
+    title: Mapped[str] = mapped_column(Text, nullable=False)
+    context: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("''"))
+    completionCriteria: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("''"))
+    agentType: Mapped[str | None] = mapped_column(Text, nullable=True)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("'pending'"))
+    priority: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
+    startedAt: Mapped[str | None] = mapped_column(Text, nullable=True)
+    completedAt: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    def to_dict(self) -> dict[str, object]:
+        """The row in seed 004's output shape (``list_todo`` items)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "context": self.context,
+            "completionCriteria": self.completionCriteria,
+            "agentType": self.agentType,
+            "status": self.status,
+            "priority": self.priority,
+            "outcome": self.outcome,
+            "createdAt": self.createdAt,
+            "startedAt": self.startedAt,
+            "completedAt": self.completedAt,
+        }

@@ -1,0 +1,150 @@
+"""Data access for ``turn_todos`` (seed 004's ``TurnTodoRepository``), async.
+
+Every read is scoped by conversation *and* turn: a ``turnId`` comes from a message's metadata,
+which a client controls, so the turn id alone must never be enough to reach another
+conversation's rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import TODO_STATUSES, TurnTodo, utc_now_iso
+
+
+@dataclass(frozen=True)
+class TurnScope:
+    """The conversation and turn a row belongs to; both come from the runtime, never the model."""
+
+    conversation_id: str
+    turn_id: str
+
+
+@dataclass(frozen=True)
+class NewTurnTodo:
+    """The fields a caller chooses when creating a row; id, status and timestamps are ours."""
+
+    title: str
+    context: str = ""
+    completion_criteria: str = ""
+    agent_type: str | None = None
+    priority: int = 0
+
+
+UPDATABLE_FIELDS = frozenset(
+    {
+        "title",
+        "context",
+        "completionCriteria",
+        "agentType",
+        "status",
+        "priority",
+        "outcome",
+        "startedAt",
+        "completedAt",
+    }
+)
+
+
+class TurnTodoRepository:
+    """Create, read and update the rows of one turn's plan."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def create(self, scope: TurnScope, todo: NewTurnTodo) -> TurnTodo:
+        """Insert one pending row."""
+        (row,) = await self.create_batch(scope, [todo])
+        return row
+
+    async def create_batch(self, scope: TurnScope, todos: Sequence[NewTurnTodo]) -> list[TurnTodo]:
+        """Insert pending rows in one flush; they share one ``createdAt``, so ``priority`` orders
+        them."""
+        created_at = utc_now_iso()
+        rows = [
+            TurnTodo(
+                id=str(uuid.uuid4()),
+                conversationId=scope.conversation_id,
+                turnId=scope.turn_id,
+                title=todo.title,
+                context=todo.context,
+                completionCriteria=todo.completion_criteria,
+                agentType=todo.agent_type,
+                status="pending",
+                priority=todo.priority,
+                outcome=None,
+                createdAt=created_at,
+                startedAt=None,
+                completedAt=None,
+            )
+            for todo in todos
+        ]
+        self._session.add_all(rows)
+        await self._session.flush()
+        return rows
+
+    async def find_by_turn(
+        self, scope: TurnScope, status: str | Iterable[str] | None = None
+    ) -> list[TurnTodo]:
+        """The turn's rows, by ``priority`` then ``createdAt``; ``status`` filters by one status or
+        several, ``None`` returns every row."""
+        statement = select(TurnTodo).where(
+            TurnTodo.conversationId == scope.conversation_id, TurnTodo.turnId == scope.turn_id
+        )
+        if status is not None:
+            statuses = [status] if isinstance(status, str) else list(status)
+            statement = statement.where(TurnTodo.status.in_(statuses))
+        statement = statement.order_by(TurnTodo.priority, TurnTodo.createdAt, TurnTodo.id)
+        result = await self._session.scalars(statement)
+        return list(result)
+
+    async def find_by_id(self, todo_id: str, scope: TurnScope | None = None) -> TurnTodo | None:
+        """One row by id; with a scope, a row of another turn or conversation is not found."""
+        row = await self._session.get(TurnTodo, todo_id)
+        if row is None or scope is None:
+            return row
+        if row.conversationId != scope.conversation_id or row.turnId != scope.turn_id:
+            return None
+        return row
+
+    async def update(self, todo_id: str, **updates: Any) -> TurnTodo | None:
+        """Change the named fields of one row; unknown field names are a programming error."""
+        unknown = set(updates) - UPDATABLE_FIELDS
+        if unknown:
+            raise ValueError(f"turn_todos has no updatable field(s): {sorted(unknown)}")
+        row = await self._session.get(TurnTodo, todo_id)
+        if row is None:
+            return None
+        for name, value in updates.items():
+            setattr(row, name, value)
+        await self._session.flush()
+        return row
+
+    async def count_by_status(self, scope: TurnScope) -> dict[str, int]:
+        """How many rows of the turn are in each status (every status present, zero included)."""
+        statement = (
+            select(TurnTodo.status, func.count())
+            .where(
+                TurnTodo.conversationId == scope.conversation_id,
+                TurnTodo.turnId == scope.turn_id,
+            )
+            .group_by(TurnTodo.status)
+        )
+        counts = dict.fromkeys(TODO_STATUSES, 0)
+        for status, count in (await self._session.execute(statement)).tuples():
+            counts[status] = count
+        return counts
+
+    async def max_priority(self, scope: TurnScope) -> int | None:
+        """The largest priority in the turn, so appended items go after every existing one."""
+        statement = select(func.max(TurnTodo.priority)).where(
+            TurnTodo.conversationId == scope.conversation_id, TurnTodo.turnId == scope.turn_id
+        )
+        value = await self._session.scalar(statement)
+        return None if value is None else int(value)
