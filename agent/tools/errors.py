@@ -6,8 +6,6 @@ a bug and propagates. Argument validation errors from the model's JSON get the s
 malformed call never shows the model a stack trace.
 """
 
-from __future__ import annotations
-
 import json
 from enum import StrEnum
 from typing import Any
