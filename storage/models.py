@@ -48,7 +48,8 @@ class TurnTodo(Base):
         Index("idx_turn_todos_conversation", "conversationId", "turnId"),
     )
 
-    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    # Seed 004 declares `id TEXT PRIMARY KEY` without NOT NULL; keep the DDL identical.
+    id: Mapped[str] = mapped_column(Text, primary_key=True, nullable=True)
     conversationId: Mapped[str] = mapped_column(Text, nullable=False)
     turnId: Mapped[str] = mapped_column(Text, nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False)

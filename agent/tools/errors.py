@@ -10,7 +10,7 @@ import json
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ValidationError
+from langgraph.prebuilt.tool_node import ToolInvocationError
 
 
 class ErrorCode(StrEnum):
@@ -39,23 +39,34 @@ class ToolFailure(Exception):
         }
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """Pydantic's errors as one line per field, without the URLs and input echoes it adds."""
+def describe_invalid_arguments(error: ToolInvocationError) -> str:
+    """The argument errors as one line per field, without pydantic's URLs and input echoes, and
+    without errors about injected arguments the model never sees."""
+    details = error.filtered_errors
+    if details is None:
+        details = error.source.errors(include_url=False, include_input=False)
     parts = []
-    for item in error.errors(include_url=False, include_input=False):
-        location = ".".join(str(part) for part in item["loc"]) or "arguments"
-        parts.append(f"{location}: {item['msg']}")
+    for item in details:
+        location = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
+        parts.append(f"{location}: {item.get('msg', 'invalid value')}")
     return "; ".join(parts)
 
 
-def tool_error_content(error: ToolFailure | ValidationError) -> str:
-    """The ``ToolMessage`` content for a handled tool error (used as ``handle_tool_errors``)."""
+def tool_error_content(error: ToolFailure | ToolInvocationError) -> str:
+    """The ``ToolMessage`` content for a handled tool error (used as ``handle_tool_errors``).
+
+    ``ToolNode`` hands this function any exception that escapes a tool-call wrapper, whatever
+    its type, so anything that is not a recoverable tool error is re-raised here: bugs must
+    surface, not be shown to the model as if it could fix them.
+    """
     if isinstance(error, ToolFailure):
         return json.dumps(error.envelope(), ensure_ascii=False)
+    if not isinstance(error, ToolInvocationError):
+        raise error
     return json.dumps(
         {
             "error": ErrorCode.VALIDATION_ERROR.value,
-            "message": f"The tool arguments are invalid: {describe_validation_error(error)}",
+            "message": f"The tool arguments are invalid: {describe_invalid_arguments(error)}",
             "suggestion": "Call the tool again with arguments that match its schema.",
         },
         ensure_ascii=False,

@@ -137,7 +137,7 @@ class TurnTodoRepository:
             .group_by(TurnTodo.status)
         )
         counts = dict.fromkeys(TODO_STATUSES, 0)
-        for status, count in (await self._session.execute(statement)).tuples():
+        for status, count in await self._session.execute(statement):
             counts[status] = count
         return counts
 

@@ -1,0 +1,41 @@
+"""Plan progress as custom stream events.
+
+Every row change (planned, started, completed, cancelled) is written to LangGraph's custom stream,
+so a client streaming ``custom`` (the SDK, Studio, ``turnplan run``) sees the plan move. Events are
+emitted only after the change is committed, so a client never shows a state the database lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+from storage.models import TurnTodo
+
+TodoEventKind = Literal["planned", "started", "completed", "cancelled"]
+EVENT_TYPE = "turnplan.todo"
+
+
+def todo_event(kind: TodoEventKind, row: TurnTodo) -> dict[str, Any]:
+    """The payload of one row change."""
+    return {
+        "type": EVENT_TYPE,
+        "event": kind,
+        "id": row.id,
+        "title": row.title,
+        "status": row.status,
+        "outcome": row.outcome,
+        "priority": row.priority,
+        "conversationId": row.conversationId,
+        "turnId": row.turnId,
+    }
+
+
+def emit_todo_events(
+    writer: Callable[[Any], None] | None, kind: TodoEventKind, rows: Iterable[TurnTodo]
+) -> None:
+    """Write one event per row; a run that is not streaming has a no-op writer (or none)."""
+    if writer is None:
+        return
+    for row in rows:
+        writer(todo_event(kind, row))

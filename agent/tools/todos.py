@@ -1,0 +1,131 @@
+"""The turn-todo tools of seed 004: ``create_todo``, ``list_todo``, ``complete_todo``.
+
+The database is bound by closure (it is process-wide); the conversation and turn come from graph
+state through the injected ``ToolRuntime``, so they are absent from the schema the model sees and
+anything the model sends for them is ignored. Outputs use seed 004's camelCase field names.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, tool
+
+from agent.progress import emit_todo_events
+from agent.tools.runtime import ToolRuntimeT, run_context, turn_scope
+from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from storage import Database
+from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
+
+TODO_TOOL_NAMES = frozenset({"create_todo", "list_todo", "complete_todo"})
+
+ListFilter = Literal["pending", "in_progress", "completed", "cancelled", "all"]
+
+
+def _step(row: TurnTodo | None) -> dict[str, Any] | None:
+    """The part of a row the model needs to work on it."""
+    if row is None:
+        return None
+    return {
+        "id": row.id,
+        "title": row.title,
+        "context": row.context,
+        "completionCriteria": row.completionCriteria,
+        "agentType": row.agentType,
+    }
+
+
+def _dumps(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def _limits(runtime: ToolRuntimeT) -> PlanLimits:
+    context = run_context(runtime)
+    return PlanLimits(
+        max_title_length=context.max_title_length,
+        max_text_length=context.max_text_length,
+        max_batch_items=context.max_batch_items,
+    )
+
+
+def build_todo_tools(database: Database) -> list[BaseTool]:
+    """The three turn-todo tools, reading and writing ``turn_todos`` in ``database``."""
+
+    @tool
+    async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
+        """Plan this turn: create every step of a multi-step request in ONE call.
+
+        Give each item a short `title`, and the `context` and `completionCriteria` it needs.
+        Items run one at a time in list order (or by `order`, 1-indexed). The first item is
+        started for you and returned as `current`: you may start working on it in the same
+        message as this call. A batch with any invalid item creates nothing.
+        """
+        plan = TurnPlan(database, turn_scope(runtime))
+        change = await plan.add_items(items, _limits(runtime))
+        emit_todo_events(runtime.stream_writer, "planned", change.planned)
+        if change.started is not None:
+            emit_todo_events(runtime.stream_writer, "started", [change.started])
+        return _dumps(
+            {
+                "created": [
+                    {"id": row.id, "title": row.title, "order": row.priority + 1}
+                    for row in change.planned
+                ],
+                "totalPending": change.counts.remaining,
+                "current": _step(change.current),
+            }
+        )
+
+    @tool
+    async def list_todo(runtime: ToolRuntimeT, status: ListFilter | None = None) -> str:
+        """List this turn's plan. Default: the remaining items (pending and in progress).
+
+        You rarely need this: the current plan is shown to you with every call, and
+        complete_todo returns the next item. Use `status` = 'all' or one status to filter.
+        """
+        plan = TurnPlan(database, turn_scope(runtime))
+        if status is None:
+            statuses: list[str] | None = list(OPEN_TODO_STATUSES)
+        elif status == "all":
+            statuses = None
+        else:
+            statuses = [status]
+        rows, counts = await plan.rows(statuses)
+        return _dumps({"items": [row.to_dict() for row in rows], "summary": counts.summary()})
+
+    @tool
+    async def complete_todo(
+        todoId: str,  # noqa: N803 - seed 004 names the argument todoId
+        outcome: str,
+        runtime: ToolRuntimeT,
+        status: Literal["completed", "cancelled"] = "completed",
+    ) -> str:
+        """Close a plan item with its outcome: what was done, or why it is cancelled.
+
+        Returns how many items remain and the `next` item, which is already started: work on
+        it right away, in the same message if you can. Closed items cannot be closed again.
+        """
+        plan = TurnPlan(database, turn_scope(runtime))
+        change = await plan.close(todoId, outcome, status)
+        closed = change.closed
+        assert closed is not None  # close() always returns the row it closed
+        emit_todo_events(runtime.stream_writer, status, [closed])
+        if change.started is not None:
+            emit_todo_events(runtime.stream_writer, "started", [change.started])
+        return _dumps(
+            {
+                "id": closed.id,
+                "title": closed.title,
+                "status": closed.status,
+                "outcome": closed.outcome,
+                "completedAt": closed.completedAt,
+                "remaining": change.counts.remaining,
+                "next": _step(change.current),
+            }
+        )
+
+    return [create_todo, list_todo, complete_todo]
+
+
+__all__ = ["TODO_STATUSES", "TODO_TOOL_NAMES", "build_todo_tools"]

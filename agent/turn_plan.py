@@ -1,0 +1,289 @@
+"""The plan of one turn: the rules of its rows, shared by the todo tools and the graph's nodes.
+
+Each method is one transaction, so a call either lands whole or not at all. The lifecycle lives
+here, in code, not in the prompt: items are validated as a batch before anything is written; at
+most one row is ``in_progress``; only ``start_next`` starts a row (stamping ``startedAt``); a
+closed row cannot be closed again; a row of another turn is not found.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import SQLAlchemyError
+
+from agent.tools.errors import ErrorCode, ToolFailure
+from storage import Database
+from storage.models import CLOSED_TODO_STATUSES, OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
+from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository
+
+CloseStatus = Literal["completed", "cancelled"]
+
+
+class TodoItemInput(BaseModel):
+    """One item of ``create_todo`` as the model sends it (seed 004's field names)."""
+
+    title: str = Field(description="Short imperative name of the step, 1 to 200 characters.")
+    context: str = Field(
+        default="", description="What the step needs to know: names, values, earlier results."
+    )
+    completionCriteria: str = Field(default="", description="How to tell the step is done.")
+    agentType: str | None = Field(
+        default=None, description="Specialist to hand the step to, if any (e.g. 'researcher')."
+    )
+    order: int | None = Field(
+        default=None, description="1-indexed position in the plan; omit to append in list order."
+    )
+
+
+@dataclass(frozen=True)
+class PlanLimits:
+    """Validation limits; settings with seed-friendly defaults (see ``agent.context.Context``)."""
+
+    max_title_length: int = 200
+    max_text_length: int = 2000
+    max_batch_items: int = 50
+
+
+@dataclass
+class PlanCounts:
+    """Rows of the turn by status."""
+
+    pending: int = 0
+    in_progress: int = 0
+    completed: int = 0
+    cancelled: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.pending + self.in_progress + self.completed + self.cancelled
+
+    @property
+    def remaining(self) -> int:
+        return self.pending + self.in_progress
+
+    def summary(self) -> dict[str, int]:
+        """Seed 004's ``summary`` object."""
+        return {
+            "total": self.total,
+            "pending": self.pending,
+            "inProgress": self.in_progress,
+            "completed": self.completed,
+            "cancelled": self.cancelled,
+        }
+
+
+@dataclass
+class PlanChange:
+    """What one operation did, so callers can report it and emit progress events."""
+
+    planned: list[TurnTodo] = field(default_factory=list)
+    started: TurnTodo | None = None
+    closed: TurnTodo | None = None
+    current: TurnTodo | None = None
+    counts: PlanCounts = field(default_factory=PlanCounts)
+
+
+def _counts(raw: dict[str, int]) -> PlanCounts:
+    return PlanCounts(
+        pending=raw.get("pending", 0),
+        in_progress=raw.get("in_progress", 0),
+        completed=raw.get("completed", 0),
+        cancelled=raw.get("cancelled", 0),
+    )
+
+
+def validate_items(items: Sequence[TodoItemInput], limits: PlanLimits) -> list[TodoItemInput]:
+    """Check a whole batch before writing any of it; the first problem names the item and fix."""
+    if not items:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            "create_todo needs at least one item.",
+            "Pass every step of the plan in `items`, or answer directly if no plan is needed.",
+        )
+    if len(items) > limits.max_batch_items:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"A plan may have at most {limits.max_batch_items} items per call; got {len(items)}.",
+            "Merge related steps into fewer items.",
+        )
+    cleaned: list[TodoItemInput] = []
+    for index, item in enumerate(items, start=1):
+        title = item.title.strip()
+        if not title:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_ERROR,
+                f"Item {index} has an empty title.",
+                "Give every item a short title that names the step.",
+            )
+        if len(title) > limits.max_title_length:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_ERROR,
+                f"Item {index} has a title of {len(title)} characters; "
+                f"the limit is {limits.max_title_length}.",
+                "Shorten the title and move details into `context`.",
+            )
+        for name in ("context", "completionCriteria"):
+            value: str = getattr(item, name)
+            if len(value) > limits.max_text_length:
+                raise ToolFailure(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"Item {index} has a `{name}` of {len(value)} characters; "
+                    f"the limit is {limits.max_text_length}.",
+                    f"Shorten `{name}` to its essentials.",
+                )
+        if item.order is not None and item.order < 1:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_ERROR,
+                f"Item {index} has order {item.order}; order is 1-indexed.",
+                "Use 1 for the first step, or omit `order` to keep list order.",
+            )
+        agent_type = (item.agentType or "").strip() or None
+        cleaned.append(item.model_copy(update={"title": title, "agentType": agent_type}))
+    return cleaned
+
+
+def _check_todo_id(todo_id: str) -> str:
+    candidate = todo_id.strip()
+    try:
+        uuid.UUID(candidate)
+    except ValueError:
+        raise ToolFailure(
+            ErrorCode.INVALID_ID,
+            f"'{todo_id}' is not a todo id; todo ids are UUIDs.",
+            "Use the `id` returned by create_todo, complete_todo or list_todo.",
+        ) from None
+    return candidate
+
+
+def _database_failure(error: SQLAlchemyError) -> ToolFailure:
+    reason = str(getattr(error, "orig", None) or error.__class__.__name__)
+    return ToolFailure(
+        ErrorCode.DATABASE_ERROR,
+        f"The plan could not be saved or read: {reason}. Nothing was changed.",
+        "Try the same call once more; if it fails again, tell the user the plan store is down.",
+    )
+
+
+class TurnPlan:
+    """The rows of one turn, behind the lifecycle rules."""
+
+    def __init__(self, database: Database, scope: TurnScope) -> None:
+        self._database = database
+        self.scope = scope
+
+    async def add_items(self, items: Sequence[TodoItemInput], limits: PlanLimits) -> PlanChange:
+        """Create the items as pending rows and start the first one if none is in progress."""
+        cleaned = validate_items(items, limits)
+        try:
+            async with self._database.session() as session:
+                repository = TurnTodoRepository(session)
+                highest = await repository.max_priority(self.scope)
+                next_priority = 0 if highest is None else highest + 1
+                explicit = [item.order - 1 for item in cleaned if item.order is not None]
+                next_priority = max([next_priority, *(p + 1 for p in explicit)])
+                new_rows: list[NewTurnTodo] = []
+                for item in cleaned:
+                    if item.order is not None:
+                        priority = item.order - 1
+                    else:
+                        priority = next_priority
+                        next_priority += 1
+                    new_rows.append(
+                        NewTurnTodo(
+                            title=item.title,
+                            context=item.context,
+                            completion_criteria=item.completionCriteria,
+                            agent_type=item.agentType,
+                            priority=priority,
+                        )
+                    )
+                planned = await repository.create_batch(self.scope, new_rows)
+                started, current = await self._start_next(repository)
+                counts = _counts(await repository.count_by_status(self.scope))
+        except SQLAlchemyError as error:
+            raise _database_failure(error) from error
+        return PlanChange(planned=planned, started=started, current=current, counts=counts)
+
+    async def start_next(self) -> PlanChange:
+        """Make sure the next row by priority is in progress (at most one ever is)."""
+        try:
+            async with self._database.session() as session:
+                repository = TurnTodoRepository(session)
+                started, current = await self._start_next(repository)
+                counts = _counts(await repository.count_by_status(self.scope))
+        except SQLAlchemyError as error:
+            raise _database_failure(error) from error
+        return PlanChange(started=started, current=current, counts=counts)
+
+    async def close(self, todo_id: str, outcome: str, status: CloseStatus) -> PlanChange:
+        """Record a row's outcome as completed or cancelled, then start the next row."""
+        todo_id = _check_todo_id(todo_id)
+        outcome = outcome.strip()
+        if not outcome:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_ERROR,
+                "`outcome` is empty.",
+                "Say what was done, or why the item is cancelled, in `outcome`.",
+            )
+        try:
+            async with self._database.session() as session:
+                repository = TurnTodoRepository(session)
+                row = await repository.find_by_id(todo_id, self.scope)
+                if row is None:
+                    raise ToolFailure(
+                        ErrorCode.NOT_FOUND,
+                        f"No todo with id '{todo_id}' in this turn's plan.",
+                        "Use an id from this turn's plan (see the plan view or list_todo).",
+                    )
+                if row.status in CLOSED_TODO_STATUSES:
+                    raise ToolFailure(
+                        ErrorCode.VALIDATION_ERROR,
+                        f"Todo '{row.title}' is already {row.status}.",
+                        "Move on to the next item; a closed item cannot be closed again.",
+                    )
+                now = utc_now_iso()
+                updates: dict[str, object] = {
+                    "status": status,
+                    "outcome": outcome,
+                    "completedAt": now,
+                }
+                if status == "completed" and row.startedAt is None:
+                    updates["startedAt"] = now
+                await repository.update(row.id, **updates)
+                started, current = await self._start_next(repository)
+                counts = _counts(await repository.count_by_status(self.scope))
+        except SQLAlchemyError as error:
+            raise _database_failure(error) from error
+        return PlanChange(closed=row, started=started, current=current, counts=counts)
+
+    async def rows(
+        self, statuses: Sequence[str] | None = None
+    ) -> tuple[list[TurnTodo], PlanCounts]:
+        """The turn's rows (all, or those in ``statuses``) and its counts."""
+        try:
+            async with self._database.session() as session:
+                repository = TurnTodoRepository(session)
+                rows = await repository.find_by_turn(self.scope, statuses)
+                counts = _counts(await repository.count_by_status(self.scope))
+        except SQLAlchemyError as error:
+            raise _database_failure(error) from error
+        return rows, counts
+
+    async def _start_next(
+        self, repository: TurnTodoRepository
+    ) -> tuple[TurnTodo | None, TurnTodo | None]:
+        """(row started now or None, row in progress afterwards or None)."""
+        open_rows = await repository.find_by_turn(self.scope, OPEN_TODO_STATUSES)
+        for row in open_rows:
+            if row.status == "in_progress":
+                return None, row
+        if not open_rows:
+            return None, None
+        first = open_rows[0]
+        await repository.update(first.id, status="in_progress", startedAt=utc_now_iso())
+        return first, first
