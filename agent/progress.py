@@ -16,14 +16,23 @@ TodoEventKind = Literal["planned", "started", "completed", "cancelled"]
 EVENT_TYPE = "turnplan.todo"
 
 
+STATUS_AFTER: dict[TodoEventKind, str] = {
+    "planned": "pending",
+    "started": "in_progress",
+    "completed": "completed",
+    "cancelled": "cancelled",
+}
+
+
 def todo_event(kind: TodoEventKind, row: TurnTodo) -> dict[str, Any]:
-    """The payload of one row change."""
+    """The payload of one row change; ``status`` is the row's status right after that change
+    (a row planned and started in one call yields ``pending`` then ``in_progress``)."""
     return {
         "type": EVENT_TYPE,
         "event": kind,
         "id": row.id,
         "title": row.title,
-        "status": row.status,
+        "status": STATUS_AFTER[kind],
         "outcome": row.outcome,
         "priority": row.priority,
         "conversationId": row.conversationId,

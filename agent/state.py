@@ -47,6 +47,9 @@ class SupervisorState(InputState):
     turnRequest: str = ""
     """Text of the human message that opened the turn, shown with every LLM call."""
 
+    turnMessageId: str = ""
+    """Id of that human message, to tell whether it is still inside the history window."""
+
     llmCalls: int = 0
     """LLM calls made in this turn so far."""
 
@@ -69,4 +72,5 @@ class OutputState:
     conversationId: str = ""
     turnId: str = ""
     turnStatus: TurnStatus = "running"
+    llmCalls: int = 0
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)

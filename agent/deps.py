@@ -1,0 +1,63 @@
+"""What the nodes share for the life of a compiled graph: database, tools, model, prompt.
+
+``build_graph`` assembles one ``SupervisorDeps``; nodes are built from it by closure. Nothing
+here does I/O when constructed: the database connects and the model is built on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+from agent.context import Context
+from agent.prompt_builder import system_prompt
+from storage import Database
+
+ModelWithTools = Runnable[LanguageModelInput, AIMessage]
+
+
+@dataclass
+class SupervisorDeps:
+    """Process-wide collaborators of the supervisor's nodes."""
+
+    database: Database
+    tools: Sequence[BaseTool]
+    model: BaseChatModel | str | None = None
+    """A chat model instance (used for every run), a model string, or None to take the model
+    from the run's context, then ``TURNPLAN_MODEL``, then the embedded default."""
+    prompt_sections: Sequence[str] = ()
+    _bound: dict[int, tuple[BaseChatModel, ModelWithTools]] = field(default_factory=dict)
+
+    @property
+    def tool_names(self) -> set[str]:
+        return {tool.name for tool in self.tools}
+
+    @property
+    def base_prompt(self) -> str:
+        return system_prompt(self.tool_names, self.prompt_sections)
+
+    async def chat_model(self, context: Context) -> BaseChatModel:
+        """The chat model for a run (instances are used as given)."""
+        if isinstance(self.model, BaseChatModel):
+            return self.model
+        from agent.models import get_chat_model, resolve_model_setting
+
+        setting = resolve_model_setting(self.model or context.model)
+        return await get_chat_model(
+            setting, timeout=context.request_timeout, max_retries=context.max_retries
+        )
+
+    async def model_with_tools(self, context: Context) -> ModelWithTools:
+        """The run's chat model with every tool bound (cached per model instance)."""
+        model = await self.chat_model(context)
+        cached = self._bound.get(id(model))
+        if cached is not None and cached[0] is model:
+            return cached[1]
+        bound = model.bind_tools(list(self.tools))
+        self._bound[id(model)] = (model, bound)
+        return bound

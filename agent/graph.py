@@ -1,0 +1,74 @@
+"""Wiring of the ``supervisor`` graph: nodes, edges, compile. Logic lives in the node modules.
+
+    START -> plan -> (tools | drain | END)
+    tools -> drain
+    drain -> (execute | END)
+    execute -> (tools | drain | END)
+
+``graph`` is what ``langgraph.json`` serves (the dev server brings its own checkpointer);
+``build_graph`` is for Python callers who pass their own model, tools, checkpointer or database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from agent.context import Context
+from agent.deps import SupervisorDeps
+from agent.nodes.drain import make_drain_node
+from agent.nodes.execute import make_execute_node
+from agent.nodes.plan import make_plan_node
+from agent.nodes.tools import build_tools_node
+from agent.state import InputState, OutputState, SupervisorState
+from agent.tools.todos import build_todo_tools
+from storage import Database
+
+SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
+
+
+def default_domain_tools(database: Database) -> tuple[list[BaseTool], list[str]]:
+    """The built-in domain toolsets and their prompt sections."""
+    return [], []
+
+
+def build_graph(
+    model: BaseChatModel | str | None = None,
+    *,
+    tools: Sequence[BaseTool] | None = None,
+    checkpointer: Checkpointer = None,
+    database: Database | str | None = None,
+    include_default_tools: bool = True,
+) -> SupervisorGraph:
+    """Compile the supervisor.
+
+    ``model``: a chat model instance, a ``"provider:model"`` string, or None (the run's context,
+    then ``TURNPLAN_MODEL``, then the embedded local model). ``tools``: your own domain tools,
+    added to the todo tools and the built-in ones. ``database``: a ``Database`` or URL (default:
+    ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``).
+    """
+    db = database if isinstance(database, Database) else Database(database)
+    domain_tools, prompt_sections = default_domain_tools(db) if include_default_tools else ([], [])
+    all_tools = [*build_todo_tools(db), *domain_tools, *(tools or [])]
+    deps = SupervisorDeps(
+        database=db, tools=all_tools, model=model, prompt_sections=prompt_sections
+    )
+
+    builder = StateGraph(
+        SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
+    builder.add_node("plan", make_plan_node(deps), destinations=("tools", "drain", END))
+    builder.add_node("execute", make_execute_node(deps), destinations=("tools", "drain", END))
+    builder.add_node("tools", build_tools_node(all_tools))
+    builder.add_node("drain", make_drain_node(deps), destinations=("execute", END))
+    builder.add_edge(START, "plan")
+    builder.add_edge("tools", "drain")
+    return builder.compile(checkpointer=checkpointer, name="supervisor")
+
+
+graph = build_graph()

@@ -1,0 +1,96 @@
+"""One LLM call of the turn, shared by the ``plan`` and ``execute`` nodes.
+
+It sends the bounded prompt (system prompt with the plan view, history window), counts the call
+against the turn's budget, and routes: tool calls go to the tools node, anything else to
+``drain``. A model that cannot be reached (after its own retries) or a plan store that cannot be
+read ends the turn with a message saying so; the rows are left exactly as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+
+from agent.context import Context
+from agent.deps import SupervisorDeps
+from agent.prompt_builder import model_messages
+from agent.tool_call_repair import invalid_tool_call_messages
+from agent.tools.errors import ToolFailure
+from agent.turn_outcome import turn_failed_message
+from agent.turn_plan import TurnPlan
+from storage.models import TurnTodo
+from storage.repositories import TurnScope
+
+logger = logging.getLogger(__name__)
+
+ModelStepTarget = Literal["tools", "drain", "__end__"]
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """The turn as the model step needs it (``plan`` passes values it has not stored yet)."""
+
+    scope: TurnScope
+    llm_calls: int
+    turn_request: str
+    turn_message_id: str | None
+
+
+def end_turn_with_failure(
+    reason: str, rows: Sequence[TurnTodo] | None, update: dict[str, Any] | None = None
+) -> Command[ModelStepTarget]:
+    """End the turn with a message that says what failed and where the plan stands."""
+    message = AIMessage(content=turn_failed_message(reason, rows))
+    return Command(
+        goto="__end__",
+        update={**(update or {}), "messages": [message], "turnStatus": "failed"},
+    )
+
+
+async def model_step(
+    deps: SupervisorDeps,
+    history: Sequence[AnyMessage],
+    view: TurnView,
+    context: Context,
+    update: dict[str, Any] | None = None,
+) -> Command[ModelStepTarget]:
+    """Make one LLM call and route on its answer; ``update`` carries the caller's own changes."""
+    update = dict(update or {})
+    try:
+        rows, _ = await TurnPlan(deps.database, view.scope).rows()
+    except ToolFailure as failure:
+        return end_turn_with_failure(failure.message, None, update)
+
+    prompt = model_messages(
+        base_prompt=deps.base_prompt,
+        history=history,
+        history_limit=context.history_limit,
+        rows=rows,
+        turn_request=view.turn_request,
+        turn_message_id=view.turn_message_id,
+    )
+    try:
+        model = await deps.model_with_tools(context)
+        response = await model.ainvoke(prompt)
+    except (GraphBubbleUp, asyncio.CancelledError):
+        raise
+    except Exception as error:  # the model boundary: any failure ends the turn, explained
+        logger.exception("model call failed")
+        reason = f"the language model failed ({type(error).__name__}: {error})."
+        return end_turn_with_failure(reason, rows, update)
+    if not isinstance(response, AIMessage):
+        return end_turn_with_failure(
+            f"the language model returned {type(response).__name__}, not a message.", rows, update
+        )
+
+    repairs = invalid_tool_call_messages(response)
+    update["messages"] = [response, *repairs]
+    update["llmCalls"] = view.llm_calls + 1
+    return Command(goto="tools" if response.tool_calls else "drain", update=update)

@@ -1,0 +1,96 @@
+"""``drain``: after every tool round and every answer, decide whether the turn may end.
+
+- Rows remain and the last round ran tools: extend the budget (seed 004: base more calls, never
+  past the cap), make sure the next row is in progress, and go back to ``execute``.
+- The model answered while rows remain: remind it (a prompt file) and go back.
+- The model answered and every row is closed (or there was no plan): the turn ends.
+- The budget is spent: end with an honest answer built from the rows themselves; open rows stay
+  ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from agent.context import Context
+from agent.deps import SupervisorDeps
+from agent.model_step import end_turn_with_failure
+from agent.nodes import SupervisorNode
+from agent.progress import emit_todo_events
+from agent.state import SupervisorState
+from agent.tools.errors import ToolFailure
+from agent.turn_outcome import budget_exhausted_message
+from agent.turn_plan import TurnPlan
+from prompts import render_prompt
+from storage.models import TurnTodo
+from storage.repositories import TurnScope
+
+DrainTarget = Literal["execute", "__end__"]
+
+REMINDER_NAME = "turnplan"
+"""``name`` of the reminder messages the graph writes, to tell them from the user's."""
+
+
+def extended_budget(budget: int, llm_calls: int, context: Context) -> int:
+    """Seed 004's dynamic budget: while rows remain, allow ``base`` more calls from here, never
+    more than the absolute cap."""
+    return min(context.max_iterations, max(budget, llm_calls + context.base_iterations))
+
+
+def reminder(rows: list[TurnTodo]) -> HumanMessage:
+    """The nudge sent when the model answers with rows still open."""
+    open_rows = [row for row in rows if row.status in ("pending", "in_progress")]
+    current = next((row for row in open_rows if row.status == "in_progress"), open_rows[0])
+    return HumanMessage(
+        content=render_prompt(
+            "reminder",
+            open_count=len(open_rows),
+            open_titles="; ".join(f'"{row.title}"' for row in open_rows),
+            current_title=current.title,
+            current_id=current.id,
+        ),
+        name=REMINDER_NAME,
+    )
+
+
+def make_drain_node(deps: SupervisorDeps) -> SupervisorNode[DrainTarget]:
+    async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> Command[DrainTarget]:
+        context = runtime.context or Context()
+        plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
+        try:
+            rows, counts = await plan.rows()
+            last = state.messages[-1] if state.messages else None
+            answered = isinstance(last, AIMessage) and not last.tool_calls
+            budget = state.iterationBudget or context.base_iterations
+            if counts.remaining and not answered:
+                budget = extended_budget(budget, state.llmCalls, context)
+                if counts.in_progress == 0:
+                    change = await plan.start_next()
+                    if change.started is not None:
+                        emit_todo_events(runtime.stream_writer, "started", [change.started])
+                        rows, counts = await plan.rows()
+        except ToolFailure as failure:
+            return end_turn_with_failure(failure.message, None)  # type: ignore[return-value]
+
+        if answered and not counts.remaining:
+            return Command(goto="__end__", update={"turnStatus": "answered"})
+        if state.llmCalls >= budget:
+            message = AIMessage(content=budget_exhausted_message(rows, state.llmCalls))
+            return Command(
+                goto="__end__",
+                update={
+                    "messages": [message],
+                    "turnStatus": "budget_exhausted",
+                    "iterationBudget": budget,
+                },
+            )
+        update: dict[str, object] = {"iterationBudget": budget}
+        if answered:
+            update["messages"] = [reminder(rows)]
+        return Command(goto="execute", update=update)
+
+    return drain

@@ -1,0 +1,116 @@
+"""What each LLM call is sent: system prompt, a compact view of the plan, a bounded history.
+
+Seed 004, issue 2: a long turn outgrows any history window, so the plan and the turn's original
+request travel in the system prompt on every call instead of in old messages. The history is cut
+to the newest ``history_limit`` messages without ever separating an AI tool call from its tool
+results, which OpenAI-compatible servers reject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+
+from prompts import load_prompt, render_prompt
+from storage.models import TurnTodo
+
+OUTCOME_PREVIEW = 80
+CONTEXT_PREVIEW = 300
+REQUEST_PREVIEW = 2000
+STATUS_MARKS = {"completed": "[x]", "cancelled": "[-]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def system_prompt(tool_names: Collection[str], extra_sections: Sequence[str] = ()) -> str:
+    """The supervisor prompt; the planning section only when ``create_todo`` is bound."""
+    sections = [load_prompt("supervisor")]
+    if "create_todo" in tool_names:
+        sections.append(load_prompt("planning"))
+    sections.extend(extra_sections)
+    return "\n\n".join(sections)
+
+
+def _plan_line(row: TurnTodo) -> str:
+    mark = STATUS_MARKS.get(row.status, "[?]")
+    if row.status in ("completed", "cancelled"):
+        outcome = _clip(row.outcome or "", OUTCOME_PREVIEW)
+        return f"- {mark} {row.title} — {outcome}"
+    line = f"- {mark} {row.title} (id {row.id})"
+    if row.status == "in_progress":
+        details = []
+        if row.context:
+            details.append(f"context: {_clip(row.context, CONTEXT_PREVIEW)}")
+        if row.completionCriteria:
+            details.append(f"done when: {_clip(row.completionCriteria, CONTEXT_PREVIEW)}")
+        if details:
+            line += " — " + "; ".join(details)
+        line += "  <- in progress: work on this now"
+    return line
+
+
+def request_reminder(request: str) -> str:
+    """The turn's original request, for calls where it has left the history window."""
+    return f'Original request of this turn: "{_clip(request, REQUEST_PREVIEW)}"'
+
+
+def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> str:
+    """A compact, current view of the turn's plan: closed items with a short outcome, open items
+    with their ids, the item in progress with its context."""
+    closed = sum(1 for row in rows if row.status in ("completed", "cancelled"))
+    request_line = (
+        f'Original request of this turn: "{_clip(request, 2000)}"' if show_request else ""
+    )
+    return render_prompt(
+        "plan_view",
+        closed=closed,
+        total=len(rows),
+        request_line=request_line,
+        items="\n".join(_plan_line(row) for row in rows),
+    ).replace("\n\n", "\n")
+
+
+def history_window(messages: Sequence[AnyMessage], limit: int) -> list[AnyMessage]:
+    """The newest ``limit`` messages, starting at a message that is not a tool result.
+
+    If the cut falls inside a tool-call group, the group's leftover results are dropped. If
+    that would leave nothing (one group longer than the limit), the whole newest group is kept,
+    so the model always sees the results it is acting on.
+    """
+    if limit <= 0 or not messages:
+        return []
+    start = max(0, len(messages) - limit)
+    while start < len(messages) and isinstance(messages[start], ToolMessage):
+        start += 1
+    if start < len(messages):
+        return list(messages[start:])
+    group_start = len(messages) - 1
+    while group_start > 0 and not isinstance(messages[group_start], AIMessage):
+        group_start -= 1
+    return list(messages[group_start:])
+
+
+def model_messages(
+    *,
+    base_prompt: str,
+    history: Sequence[AnyMessage],
+    history_limit: int,
+    rows: Sequence[TurnTodo],
+    turn_request: str,
+    turn_message_id: str | None,
+) -> list[BaseMessage]:
+    """The full prompt of one LLM call."""
+    window = history_window(history, history_limit)
+    request_visible = turn_message_id is not None and any(
+        message.id == turn_message_id for message in window
+    )
+    sections = [base_prompt]
+    if rows:
+        sections.append(plan_view(rows, turn_request, show_request=not request_visible))
+    elif turn_request and not request_visible:
+        sections.append(request_reminder(turn_request))
+    return [SystemMessage(content="\n\n".join(sections)), *window]

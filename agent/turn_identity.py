@@ -1,0 +1,65 @@
+"""Which turn a run is: the newest human message names it.
+
+``turnId`` is the ``turnId`` in that message's metadata (a client that tracks its own turns sends
+it), else the message's id (LangGraph gives every message one). ``conversationId`` is the
+context's explicit value, else the LangGraph thread.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+
+def latest_human_message(messages: Sequence[AnyMessage]) -> HumanMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
+
+
+def _metadata_turn_id(message: HumanMessage) -> str | None:
+    for source in (message.additional_kwargs, message.response_metadata):
+        metadata: Any = source.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("turnId"):
+            return str(metadata["turnId"])
+        if source.get("turnId"):
+            return str(source["turnId"])
+    return None
+
+
+def turn_id_of(message: HumanMessage) -> str:
+    """The message's ``metadata.turnId``, else its id."""
+    return _metadata_turn_id(message) or message.id or str(uuid.uuid4())
+
+
+def message_text(message: AnyMessage) -> str:
+    """Plain text of a message whose content may be a list of content blocks."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+def conversation_id_of(
+    explicit: str | None, config: RunnableConfig | None, previous: str = ""
+) -> str:
+    """Explicit context value, else the thread id, else the id this state already had, else a
+    fresh one (a run without a thread is a conversation of one turn)."""
+    if explicit:
+        return explicit
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id:
+        return str(thread_id)
+    return previous or str(uuid.uuid4())

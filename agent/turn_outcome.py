@@ -1,0 +1,58 @@
+"""The messages the graph itself writes when a turn ends without the model's answer.
+
+Both are honest by construction: they are built from the rows in the database, not from what the
+model said, so a user always learns which planned items were done and which were not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prompts import render_prompt
+from storage.models import TurnTodo
+
+NONE_LINE = "- (none)"
+
+
+def _done_lines(rows: Sequence[TurnTodo]) -> str:
+    lines = []
+    for row in rows:
+        if row.status == "completed":
+            lines.append(f"- {row.title}: {row.outcome or 'done'}")
+        elif row.status == "cancelled":
+            lines.append(f"- {row.title} (cancelled: {row.outcome or 'no reason given'})")
+    return "\n".join(lines) or NONE_LINE
+
+
+def _open_lines(rows: Sequence[TurnTodo]) -> str:
+    lines = []
+    for row in rows:
+        if row.status == "in_progress":
+            lines.append(f"- {row.title} (was in progress)")
+        elif row.status == "pending":
+            lines.append(f"- {row.title}")
+    return "\n".join(lines) or NONE_LINE
+
+
+def budget_exhausted_message(rows: Sequence[TurnTodo], llm_calls: int) -> str:
+    """The final answer when the turn ran out of LLM calls: what was done, what was not."""
+    open_count = sum(1 for row in rows if row.status in ("pending", "in_progress"))
+    return render_prompt(
+        "budget_exhausted",
+        llm_calls=llm_calls,
+        open_count=open_count,
+        total=len(rows),
+        done=_done_lines(rows),
+        not_done=_open_lines(rows),
+    )
+
+
+def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:
+    """The final answer when the model or the database failed mid-turn."""
+    if rows:
+        plan_status = f"Done so far:\n{_done_lines(rows)}\n\nNot done:\n{_open_lines(rows)}\n"
+    elif rows is None:
+        plan_status = "The state of this turn's plan could not be read.\n"
+    else:
+        plan_status = ""
+    return render_prompt("turn_failed", reason=reason, plan_status=plan_status)

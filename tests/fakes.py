@@ -1,0 +1,151 @@
+"""Scripted chat models for unit tests of graph logic (no HTTP; see scripted_openai for wire tests).
+
+``ScriptedChatModel`` answers each call from a list of replies or from a responder function, and
+records every prompt it was sent, so a test can assert what the model saw at call k.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from pydantic import ConfigDict, Field
+
+Reply = AIMessage | Exception
+Responder = Callable[[list[BaseMessage]], Reply]
+
+_call_ids = itertools.count()
+
+
+def tool_call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": f"call_{next(_call_ids)}", "type": "tool_call"}
+
+
+def ai(*calls: dict[str, Any], content: str = "") -> AIMessage:
+    """An AI message with the given tool calls."""
+    return AIMessage(content=content, tool_calls=list(calls))
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model whose answers come from a script; records prompts and bound tools."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: list[Any] = Field(default_factory=list)
+    """Replies in order: AI messages, or exceptions to raise."""
+    responder: Responder | None = None
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tool_names: list[str] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        self.bound_tool_names = [getattr(t, "name", str(t)) for t in tools]
+        return self
+
+    def _next(self, messages: list[BaseMessage]) -> ChatResult:
+        self.prompts.append(list(messages))
+        if self.responder is not None:
+            reply = self.responder(list(messages))
+        elif self.script:
+            reply = self.script.pop(0)
+        else:
+            raise AssertionError(f"unexpected model call #{len(self.prompts)}")
+        if isinstance(reply, Exception):
+            raise reply
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._next(messages)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._next(messages)
+
+    @property
+    def calls(self) -> int:
+        return len(self.prompts)
+
+    def system_prompt(self, call: int) -> str:
+        first = self.prompts[call][0]
+        assert isinstance(first, SystemMessage)
+        return str(first.content)
+
+
+PLAN_LINE = re.compile(
+    r"^- \[(?P<mark>.)\] (?P<title>.+?)(?: \(id (?P<id>[0-9a-f-]{36})\))?(?: — .*)?$"
+)
+
+
+@dataclass
+class PlanRow:
+    mark: str
+    title: str
+    id: str | None
+
+
+def plan_rows(system_prompt: str) -> list[PlanRow]:
+    """The plan as the model sees it in the system prompt's plan view."""
+    if "## Current plan" not in system_prompt:
+        return []
+    view = system_prompt.split("## Current plan", 1)[1]
+    rows = []
+    for line in view.splitlines():
+        match = PLAN_LINE.match(line.split("  <- in progress")[0])
+        if match:
+            rows.append(PlanRow(match["mark"], match["title"], match["id"]))
+    return rows
+
+
+@dataclass
+class PlanOracle:
+    """The cheapest path a model can take through an N-item request on turnplan.
+
+    Call 1 plans every item and acts on the first; each later call closes the item in progress
+    and acts on the next one in the same message; then one call closes the last item and one
+    answers: N + 2 calls. It reads only what the model is sent (the plan view).
+    """
+
+    titles: list[str]
+    action: Callable[[str], dict[str, Any]]
+    acted: set[str] = field(default_factory=set)
+
+    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+        system = str(messages[0].content)
+        rows = plan_rows(system)
+        if not rows:
+            self.acted.add(self.titles[0])
+            return ai(
+                tool_call("create_todo", items=[{"title": t} for t in self.titles]),
+                self.action(self.titles[0]),
+            )
+        current = next((row for row in rows if row.mark == ">"), None)
+        if current is None:
+            return AIMessage(content=f"Done: {len(rows)} items.")
+        calls = [tool_call("complete_todo", todoId=current.id, outcome=f"did {current.title}")]
+        following = next((row for row in rows if row.mark == " "), None)
+        if following is not None:
+            self.acted.add(following.title)
+            calls.append(self.action(following.title))
+        return ai(*calls)

@@ -1,0 +1,386 @@
+"""The supervisor graph with a scripted model: planning, draining, budget, reminders, errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.context import Context
+from agent.graph import build_graph
+from storage import Database
+from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, tool_call
+
+DONE: list[str] = []
+
+
+@tool
+def record(note: str) -> str:
+    """Record a note (the domain action of these tests)."""
+    DONE.append(note)
+    return json.dumps({"recorded": note})
+
+
+@pytest.fixture(autouse=True)
+def _clear_done() -> None:
+    DONE.clear()
+
+
+def rows_in_db(database: Database) -> list[tuple[str, str, str | None]]:
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as connection:
+        return connection.execute(
+            "SELECT title, status, outcome FROM turn_todos ORDER BY priority"
+        ).fetchall()
+
+
+def make_graph(model: ScriptedChatModel, database: Database, **kwargs: Any) -> Any:
+    return build_graph(
+        model, tools=[record], database=database, include_default_tools=False, **kwargs
+    )
+
+
+async def run(graph: Any, text: str, context: Context | None = None, **config: Any) -> Any:
+    return await graph.ainvoke(
+        {"messages": [HumanMessage(content=text)]},
+        config={"configurable": config} if config else None,
+        context=context or Context(),
+    )
+
+
+def action(title: str) -> dict[str, Any]:
+    return tool_call("record", note=title)
+
+
+# --- simple requests --------------------------------------------------------------------------
+
+
+async def test_simple_request_is_one_llm_call_and_writes_no_rows(database: Database) -> None:
+    model = ScriptedChatModel(script=[AIMessage(content="Hello! How can I help?")])
+    result = await run(make_graph(model, database), "hi")
+    assert model.calls == 1
+    assert result["messages"][-1].content == "Hello! How can I help?"
+    assert result["turnStatus"] == "answered"
+    await database.create_schema()
+    assert rows_in_db(database) == []
+
+
+async def test_planning_section_is_in_the_prompt_when_create_todo_is_bound(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(script=[AIMessage(content="ok")])
+    await run(make_graph(model, database), "hi")
+    assert "create_todo" in model.bound_tool_names
+    assert "## Task planning and execution" in model.system_prompt(0)
+
+
+# --- draining ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 5, 20])
+async def test_n_item_plan_drains_in_n_plus_2_llm_calls(database: Database, n: int) -> None:
+    titles = [f"item {i}" for i in range(1, n + 1)]
+    model = ScriptedChatModel(responder=PlanOracle(titles, action))
+    result = await run(make_graph(model, database), f"do {n} things")
+    assert model.calls == n + 2
+    assert titles == DONE
+    assert result["turnStatus"] == "answered"
+    assert rows_in_db(database) == [(t, "completed", f"did {t}") for t in titles]
+
+
+async def test_the_graph_starts_the_next_row_by_priority(database: Database) -> None:
+    model = ScriptedChatModel(
+        script=[
+            ai(
+                tool_call(
+                    "create_todo", items=[{"title": "b", "order": 2}, {"title": "a", "order": 1}]
+                )
+            ),
+        ]
+    )
+
+    def respond(messages: list[Any]) -> AIMessage:
+        rows = plan_rows(str(messages[0].content))
+        current = next((r for r in rows if r.mark == ">"), None)
+        if current is None:
+            return AIMessage(content="all done")
+        return ai(tool_call("complete_todo", todoId=current.id, outcome=f"{current.title} ok"))
+
+    first = model.script.pop(0)
+    model.responder = lambda messages: first if model.calls == 1 else respond(messages)
+    await run(make_graph(model, database), "two things")
+    order = [plan_rows(model.system_prompt(i)) for i in range(1, 3)]
+    assert [next(r.title for r in rows if r.mark == ">") for rows in order] == ["a", "b"]
+
+
+async def test_answering_with_open_rows_gets_a_reminder_and_the_loop_continues(
+    database: Database,
+) -> None:
+    oracle = PlanOracle(["x", "y"], action)
+    premature = {"sent": False}
+
+    def respond(messages: list[Any]) -> AIMessage:
+        if len(plan_rows(str(messages[0].content))) and not premature["sent"]:
+            premature["sent"] = True
+            return AIMessage(content="All done!")  # a lie: nothing is closed yet
+        return oracle(messages)
+
+    model = ScriptedChatModel(responder=respond)
+    # First call plans; the second answers too early; the oracle then finishes the plan.
+    model.responder = lambda m: oracle(m) if model.calls == 1 else respond(m)
+    result = await run(make_graph(model, database), "x and y")
+    reminders = [
+        m for m in result["messages"] if isinstance(m, HumanMessage) and m.name == "turnplan"
+    ]
+    assert len(reminders) == 1
+    assert '"x"' in str(reminders[0].content) and "Do not answer yet" in str(reminders[0].content)
+    assert result["turnStatus"] == "answered"
+    assert [r[1] for r in rows_in_db(database)] == ["completed", "completed"]
+
+
+async def test_tool_calls_of_one_message_run_in_order(database: Database) -> None:
+    model = ScriptedChatModel(responder=PlanOracle(["first", "second", "third"], action))
+    await run(make_graph(model, database), "three")
+    assert DONE == ["first", "second", "third"]
+
+
+# --- budget -----------------------------------------------------------------------------------
+
+
+def stubborn(messages: list[Any]) -> AIMessage:
+    """Plans two items, then works forever without closing any."""
+    if not plan_rows(str(messages[0].content)):
+        return ai(tool_call("create_todo", items=[{"title": "alpha"}, {"title": "beta"}]))
+    return ai(tool_call("record", note="still working"))
+
+
+async def test_budget_extends_while_rows_remain_but_never_passes_the_cap(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(responder=stubborn)
+    result = await run(
+        make_graph(model, database), "go", Context(base_iterations=3, max_iterations=7)
+    )
+    assert model.calls == 7
+    assert result["turnStatus"] == "budget_exhausted"
+    assert result["llmCalls"] == 7
+
+
+async def test_budget_exhaustion_answers_honestly_and_leaves_rows_open(
+    database: Database,
+) -> None:
+    def one_done_then_stuck(messages: list[Any]) -> AIMessage:
+        rows = plan_rows(str(messages[0].content))
+        if not rows:
+            return ai(
+                tool_call(
+                    "create_todo", items=[{"title": "alpha"}, {"title": "beta"}, {"title": "gamma"}]
+                )
+            )
+        alpha = next(r for r in rows if r.title == "alpha")
+        if alpha.mark == ">":
+            return ai(tool_call("complete_todo", todoId=alpha.id, outcome="alpha shipped"))
+        return ai(tool_call("record", note="spinning"))
+
+    model = ScriptedChatModel(responder=one_done_then_stuck)
+    result = await run(
+        make_graph(model, database), "go", Context(base_iterations=2, max_iterations=5)
+    )
+    final = result["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    text = str(final.content)
+    done, not_done = text.split("Not done:")
+    assert "alpha: alpha shipped" in done
+    assert "beta (was in progress)" in not_done and "gamma" in not_done
+    assert "5 model calls" in text
+    assert rows_in_db(database) == [
+        ("alpha", "completed", "alpha shipped"),
+        ("beta", "in_progress", None),
+        ("gamma", "pending", None),
+    ]
+
+
+async def test_without_a_plan_the_budget_does_not_extend(database: Database) -> None:
+    model = ScriptedChatModel(responder=lambda m: ai(tool_call("record", note="again")))
+    result = await run(make_graph(model, database), "loop", Context(base_iterations=4))
+    assert model.calls == 4
+    assert result["turnStatus"] == "budget_exhausted"
+
+
+# --- turns and ids ----------------------------------------------------------------------------
+
+
+async def test_ids_come_from_thread_and_message_metadata(database: Database) -> None:
+    model = ScriptedChatModel(responder=PlanOracle(["one"], action))
+    graph = make_graph(model, database, checkpointer=InMemorySaver())
+    result = await graph.ainvoke(
+        {
+            "messages": [
+                HumanMessage(content="one", additional_kwargs={"metadata": {"turnId": "t-42"}})
+            ]
+        },
+        config={"configurable": {"thread_id": "thread-7"}},
+        context=Context(),
+    )
+    assert (result["conversationId"], result["turnId"]) == ("thread-7", "t-42")
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as connection:
+        assert connection.execute(
+            "SELECT DISTINCT conversationId, turnId FROM turn_todos"
+        ).fetchall() == [("thread-7", "t-42")]
+
+
+async def test_turn_id_defaults_to_the_message_id_and_context_names_the_conversation(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(script=[AIMessage(content="hi")])
+    result = await make_graph(model, database).ainvoke(
+        {"messages": [HumanMessage(content="hi", id="msg-1")]},
+        context=Context(conversation_id="conv-explicit"),
+    )
+    assert (result["conversationId"], result["turnId"]) == ("conv-explicit", "msg-1")
+
+
+async def test_a_new_turn_does_not_resume_the_rows_of_an_earlier_one(database: Database) -> None:
+    model = ScriptedChatModel(responder=stubborn)
+    graph = make_graph(model, database, checkpointer=InMemorySaver())
+    await run(graph, "first", Context(base_iterations=2, max_iterations=3), thread_id="t")
+    calls_before = model.calls
+    model.responder = lambda m: AIMessage(content="fresh turn")
+    second = await run(graph, "second", Context(), thread_id="t")
+    assert second["messages"][-1].content == "fresh turn"
+    assert "## Current plan" not in model.system_prompt(calls_before)
+    assert second["turnStatus"] == "answered"
+    assert {r[1] for r in rows_in_db(database)} == {"in_progress", "pending"}
+
+
+# --- history window ---------------------------------------------------------------------------
+
+
+async def test_long_turn_keeps_request_and_plan_in_a_prompt_that_does_not_grow(
+    database: Database,
+) -> None:
+    titles = [f"step {i}" for i in range(1, 33)]
+    model = ScriptedChatModel(responder=PlanOracle(titles, action))
+    request = "Please work through thirty-two numbered steps for the quarterly audit."
+    await run(make_graph(model, database), request, Context(max_iterations=50))
+    assert model.calls >= 30
+    prompt = model.prompts[29]
+    system = str(prompt[0].content)
+    assert request in system
+    rows = plan_rows(system)
+    assert len(rows) == 32 and sum(r.mark == "x" for r in rows) == 28
+    assert len(prompt) <= 1 + 10
+    assert all(not isinstance(m, SystemMessage) for m in prompt[1:])
+    first_history = prompt[1]
+    assert not isinstance(first_history, ToolMessage)
+    size = lambda p: sum(len(str(m.content)) for m in p)  # noqa: E731
+    assert size(prompt) < size(model.prompts[9]) * 1.3
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+async def test_tool_errors_reach_the_model_and_the_turn_continues(database: Database) -> None:
+    model = ScriptedChatModel(
+        script=[
+            ai(tool_call("complete_todo", todoId="not-an-id", outcome="x")),
+            AIMessage(content="Sorry, that id was wrong."),
+        ]
+    )
+    result = await run(make_graph(model, database), "close something")
+    errors = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert json.loads(str(errors[0].content))["error"] == "INVALID_ID"
+    assert result["messages"][-1].content == "Sorry, that id was wrong."
+    assert model.calls == 2
+
+
+async def test_malformed_tool_call_arguments_are_answered_and_the_turn_continues(
+    database: Database,
+) -> None:
+    broken = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "record",
+                "args": "{note: oops",
+                "id": "bad_1",
+                "error": "bad JSON",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    model = ScriptedChatModel(script=[broken, AIMessage(content="recovered")])
+    result = await run(make_graph(model, database), "note it")
+    reply = next(m for m in result["messages"] if isinstance(m, ToolMessage))
+    assert reply.tool_call_id == "bad_1" and reply.status == "error"
+    assert json.loads(str(reply.content))["error"] == "VALIDATION_ERROR"
+    assert result["messages"][-1].content == "recovered"
+
+
+async def test_model_failure_ends_the_turn_clearly_and_leaves_rows_as_they_were(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(
+        script=[
+            ai(tool_call("create_todo", items=[{"title": "alpha"}, {"title": "beta"}])),
+            ConnectionError("model server unreachable"),
+        ]
+    )
+    result = await run(make_graph(model, database), "two things")
+    assert result["turnStatus"] == "failed"
+    text = str(result["messages"][-1].content)
+    assert "model server unreachable" in text
+    assert "alpha (was in progress)" in text and "beta" in text
+    assert rows_in_db(database) == [("alpha", "in_progress", None), ("beta", "pending", None)]
+
+
+async def test_database_failure_ends_the_turn_clearly(database: Database) -> None:
+    def drop_table_then_plan(messages: list[Any]) -> AIMessage:
+        path = database.url.split("///", 1)[1]
+        with closing(sqlite3.connect(path)) as connection:
+            connection.execute("DROP TABLE turn_todos")
+        return ai(tool_call("create_todo", items=[{"title": "alpha"}]))
+
+    model = ScriptedChatModel(responder=drop_table_then_plan)
+    result = await run(make_graph(model, database), "plan")
+    assert result["turnStatus"] == "failed"
+    assert "could not be saved or read" in str(result["messages"][-1].content)
+
+
+# --- progress streaming -----------------------------------------------------------------------
+
+
+async def test_every_row_change_is_a_custom_stream_event(database: Database) -> None:
+    def respond(messages: list[Any]) -> AIMessage:
+        rows = plan_rows(str(messages[0].content))
+        if not rows:
+            return ai(tool_call("create_todo", items=[{"title": "a"}, {"title": "b"}]))
+        current = next((r for r in rows if r.mark == ">"), None)
+        if current is None:
+            return AIMessage(content="done")
+        status = "cancelled" if current.title == "b" else "completed"
+        return ai(tool_call("complete_todo", todoId=current.id, outcome="ok", status=status))
+
+    graph = make_graph(ScriptedChatModel(responder=respond), database)
+    events = [
+        chunk
+        async for chunk in graph.astream(
+            {"messages": [HumanMessage(content="a, b")]}, context=Context(), stream_mode="custom"
+        )
+    ]
+    assert [(e["event"], e["title"], e["status"]) for e in events] == [
+        ("planned", "a", "pending"),
+        ("planned", "b", "pending"),
+        ("started", "a", "in_progress"),
+        ("completed", "a", "completed"),
+        ("started", "b", "in_progress"),
+        ("cancelled", "b", "cancelled"),
+    ]
+    assert all(e["id"] and "outcome" in e for e in events)
