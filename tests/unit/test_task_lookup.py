@@ -62,3 +62,8 @@ def test_partial_matches_are_case_insensitive_including_non_ascii() -> None:
         "Lire le rapport",
     ]
     assert match_title(tasks, "dentist") == []
+
+
+def test_two_tasks_with_the_same_title_are_both_returned_so_the_caller_can_ask() -> None:
+    tasks = [_task("Buy milk"), _task("buy milk "), _task("Buy milk and eggs")]
+    assert [t.title for t in match_title(tasks, "buy milk")] == ["Buy milk", "buy milk "]

@@ -393,3 +393,13 @@ async def test_a_change_whose_audit_cannot_be_written_is_rolled_back(
     assert state["modifiedTasks"] == []
     async with database.session() as session:
         assert await TaskRepository(session, "alice").find() == []
+
+
+async def test_a_run_without_a_user_cannot_reach_any_tasks(database: Database) -> None:
+    await add(database, "alice", "Private")
+    (message,), _ = await run_as(database, "", ("list_tasks", {}))
+    payload = assert_error(message, "VALIDATION_ERROR")
+    assert "no authenticated user" in payload["message"]
+    async with database.session() as session:
+        rows = await ToolAuditRepository(session).for_user("")
+    assert [(r.tool_name, r.error_code) for r in rows] == [("list_tasks", "VALIDATION_ERROR")]
