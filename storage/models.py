@@ -3,13 +3,16 @@
 ``turn_todos`` mirrors the DDL of seed 004 column for column (camelCase names, TEXT timestamps,
 the CHECK on ``status`` and both named indexes), so tools written against that design read the
 same rows. Timestamps are ISO-8601 UTC strings, as the seed stores them.
+
+``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
+personal-task tool. Their columns are snake_case because their seeds name them that way.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import CheckConstraint, Index, Integer, MetaData, Text, text
+from sqlalchemy import Boolean, CheckConstraint, Index, Integer, MetaData, Text, false, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -23,6 +26,8 @@ NAMING_CONVENTION = {
 TODO_STATUSES = ("pending", "in_progress", "completed", "cancelled")
 OPEN_TODO_STATUSES = ("pending", "in_progress")
 CLOSED_TODO_STATUSES = ("completed", "cancelled")
+
+AUDIT_STATUSES = ("success", "error")
 
 
 def utc_now_iso() -> str:
@@ -78,3 +83,62 @@ class TurnTodo(Base):
             "startedAt": self.startedAt,
             "completedAt": self.completedAt,
         }
+
+
+class Task(Base):
+    """One personal task of one user.
+
+    Deleting sets ``deleted_at`` instead of removing the row (seed 003's soft delete), so an
+    accidental delete can be investigated and the audit trail keeps pointing at a real row. Every
+    read of the repository filters deleted rows out.
+    """
+
+    __tablename__ = "tasks"
+    __table_args__ = (Index("idx_tasks_user", "user_id", "deleted_at", "created_at"),)
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    user_id: Mapped[str] = mapped_column(Text, nullable=False)
+    title: Mapped[str] = mapped_column(Text, nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("''"))
+    completed: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
+    created_at: Mapped[str] = mapped_column(Text, nullable=False)
+    updated_at: Mapped[str] = mapped_column(Text, nullable=False)
+    deleted_at: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    def to_dict(self) -> dict[str, object]:
+        """The task as the tools show it (seed 002's ``list_tasks`` item, plus ``updated_at``)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "completed": self.completed,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+class ToolAuditEntry(Base):
+    """One call of a personal-task tool, successful or not.
+
+    ``arguments`` is the JSON the model sent (injected values such as the runtime excluded), so a
+    forged ``user_id`` shows up here even though the tool ignored it. The integer key keeps the
+    order calls were recorded in.
+    """
+
+    __tablename__ = "tool_audit"
+    __table_args__ = (
+        CheckConstraint("status IN ('success', 'error')", name="status"),
+        Index("idx_tool_audit_user", "user_id", "id"),
+        Index("idx_tool_audit_turn", "conversation_id", "turn_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tool_name: Mapped[str] = mapped_column(Text, nullable=False)
+    arguments: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    error_code: Mapped[str | None] = mapped_column(Text, nullable=True)
+    user_id: Mapped[str] = mapped_column(Text, nullable=False)
+    conversation_id: Mapped[str] = mapped_column(Text, nullable=False)
+    turn_id: Mapped[str] = mapped_column(Text, nullable=False)
+    tool_call_id: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[str] = mapped_column(Text, nullable=False)

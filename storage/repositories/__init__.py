@@ -1,5 +1,14 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits."""
 
+from storage.repositories.audit import CallOrigin, ToolAuditRepository
+from storage.repositories.tasks import TaskRepository
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
 
-__all__ = ["NewTurnTodo", "TurnScope", "TurnTodoRepository"]
+__all__ = [
+    "CallOrigin",
+    "NewTurnTodo",
+    "TaskRepository",
+    "ToolAuditRepository",
+    "TurnScope",
+    "TurnTodoRepository",
+]

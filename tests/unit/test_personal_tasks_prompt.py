@@ -1,0 +1,15 @@
+"""The prompt section the supervisor includes for the personal-task tools."""
+
+from __future__ import annotations
+
+from agent.tools.errors import ErrorCode
+from agent.tools.tasks import TASK_TOOL_FUNCTIONS
+from prompts import load_prompt
+
+
+def test_the_prompt_names_every_task_tool_and_error_code() -> None:
+    prompt = load_prompt("personal_tasks")
+    for function in TASK_TOOL_FUNCTIONS:
+        assert f"`{function.__name__}`" in prompt
+    for code in ErrorCode:
+        assert code.value in prompt
