@@ -26,15 +26,17 @@ from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
 from agent.nodes.tools import build_tools_node
 from agent.state import InputState, OutputState, SupervisorState
+from agent.tools.tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
+from prompts import load_prompt
 from storage import Database
 
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
 
 
 def default_domain_tools(database: Database) -> tuple[list[BaseTool], list[str]]:
-    """The built-in domain toolsets and their prompt sections."""
-    return [], []
+    """The built-in domain toolsets and their prompt sections: the user's personal tasks."""
+    return build_task_tools(database), [load_prompt("personal_tasks")]
 
 
 def build_graph(

@@ -7,10 +7,12 @@ malformed call never shows the model a stack trace.
 """
 
 import json
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
 from langgraph.prebuilt.tool_node import ToolInvocationError
+from pydantic import ValidationError
 
 
 class ErrorCode(StrEnum):
@@ -39,17 +41,25 @@ class ToolFailure(Exception):
         }
 
 
-def describe_invalid_arguments(error: ToolInvocationError) -> str:
-    """The argument errors as one line per field, without pydantic's URLs and input echoes, and
-    without errors about injected arguments the model never sees."""
-    details = error.filtered_errors
-    if details is None:
-        details = error.source.errors(include_url=False, include_input=False)
+def _describe_error_details(details: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for item in details:
         location = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
         parts.append(f"{location}: {item.get('msg', 'invalid value')}")
     return "; ".join(parts)
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Pydantic's errors as one line per field, without the URLs and input echoes it adds."""
+    return _describe_error_details(error.errors(include_url=False, include_input=False))
+
+
+def describe_invalid_arguments(error: ToolInvocationError) -> str:
+    """The argument errors of a tool call, without errors about injected arguments the model
+    never sees."""
+    if error.filtered_errors is None:
+        return describe_validation_error(error.source)
+    return _describe_error_details(error.filtered_errors)
 
 
 def tool_error_content(error: ToolFailure | ToolInvocationError) -> str:
