@@ -1,0 +1,120 @@
+"""``turnplan run``: one turn of the supervisor from the command line, the plan shown as it moves.
+
+It is the same graph the dev server serves, driven through LangGraph's public streaming API: the
+custom ``turnplan.todo`` events draw the plan, the final state gives the answer. Nothing here is
+specific to the local model; ``--model`` (or ``TURNPLAN_MODEL``) picks any supported one.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langgraph.types import StreamMode
+
+from agent.context import Context
+from agent.graph import build_graph
+from agent.progress import EVENT_TYPE
+from agent.state import InputState
+from agent.turn_plan import TurnPlan
+from storage import Database
+from storage.repositories import TurnScope
+
+STREAM_MODES: list[StreamMode] = ["custom", "updates", "values"]
+EVENT_MARKS = {"planned": "+", "started": ">", "completed": "✓", "cancelled": "✗"}
+
+
+@dataclass
+class TurnReport:
+    """What a finished CLI turn returns (the exit status is derived from it)."""
+
+    status: str
+    answer: str
+    llm_calls: int
+    open_items: int
+
+
+def _format_event(event: dict[str, Any]) -> str:
+    mark = EVENT_MARKS.get(event["event"], "?")
+    line = f"  {mark} {event['event']:<9} {event['title']}"
+    if event.get("outcome") and event["event"] in ("completed", "cancelled"):
+        line += f" — {event['outcome']}"
+    return line
+
+
+def _format_tool_call(call: ToolCall) -> str:
+    args = ", ".join(f"{key}={value!r}" for key, value in call["args"].items())
+    if len(args) > 120:
+        args = args[:119] + "…"
+    return f"    · {call['name']}({args})"
+
+
+def _print_tool_activity(update: Any, out: TextIO) -> None:
+    """The tool calls a node's update carries, and the errors tools returned."""
+    messages = update.get("messages", []) if isinstance(update, dict) else []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                print(_format_tool_call(call), file=out, flush=True)
+        elif isinstance(message, ToolMessage) and message.status == "error":
+            print(f"    ! {message.name}: {message.content}", file=out, flush=True)
+
+
+async def run_turn(
+    request: str,
+    *,
+    model: BaseChatModel | str | None = None,
+    database_url: str | None = None,
+    user_id: str = "local-user",
+    conversation_id: str | None = None,
+    out: TextIO = sys.stdout,
+    show_tool_calls: bool = True,
+) -> TurnReport:
+    """Run one turn and print the plan's progress, the tool calls and the final answer."""
+    database = Database(database_url)
+    graph = build_graph(model, database=database)
+    context = Context(user_id=user_id, conversation_id=conversation_id or str(uuid.uuid4()))
+    print(f"turnplan · database {database.url}", file=out)
+    print(f"request: {request}\n", file=out, flush=True)
+    final: dict[str, Any] = {}
+    try:
+        async for mode, chunk in graph.astream(
+            InputState(messages=[HumanMessage(content=request)]),
+            context=context,
+            stream_mode=STREAM_MODES,
+        ):
+            if mode == "custom" and isinstance(chunk, dict) and chunk.get("type") == EVENT_TYPE:
+                print(_format_event(chunk), file=out, flush=True)
+            elif mode == "updates" and show_tool_calls and isinstance(chunk, dict):
+                for update in chunk.values():
+                    _print_tool_activity(update, out)
+            elif mode == "values" and isinstance(chunk, dict):
+                final = chunk
+        rows_open = await _open_items(database, final)
+    finally:
+        await database.dispose()
+
+    messages = final.get("messages", [])
+    answer = str(messages[-1].content) if messages else ""
+    status = str(final.get("turnStatus", "failed"))
+    print(f"\nanswer:\n{answer}\n", file=out)
+    print(
+        f"turn {status} · {final.get('llmCalls', 0)} LLM call(s) · "
+        f"{rows_open} plan item(s) left open",
+        file=out,
+        flush=True,
+    )
+    return TurnReport(status, answer, int(final.get("llmCalls", 0)), rows_open)
+
+
+async def _open_items(database: Database, final: dict[str, Any]) -> int:
+    """Rows of this turn still pending or in progress (0 when the turn made no plan)."""
+    if not final.get("turnId"):
+        return 0
+    scope = TurnScope(final["conversationId"], final["turnId"])
+    _, counts = await TurnPlan(database, scope).rows()
+    return counts.remaining

@@ -1,0 +1,31 @@
+"""``turnplan run``'s turn printer: the plan as it moves, tool calls, the answer, the summary."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from agent.run_turn import run_turn
+from storage import Database
+from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
+
+
+def add(title: str) -> dict[str, Any]:
+    return tool_call("add_task", title=title)
+
+
+async def test_run_turn_prints_the_plan_moving_and_the_answer(database: Database) -> None:
+    out = io.StringIO()
+    model = ScriptedChatModel(responder=PlanOracle(["milk", "eggs"], add))
+    report = await run_turn(
+        "Add milk and eggs to my tasks", model=model, database_url=database.url, out=out
+    )
+    text = out.getvalue()
+    assert report.status == "answered" and report.open_items == 0 and report.llm_calls == 4
+    lines = [line.strip() for line in text.splitlines()]
+    assert "+ planned   milk" in lines and "+ planned   eggs" in lines
+    assert "> started   milk" in lines
+    assert "✓ completed milk — did milk" in lines
+    assert "· add_task(title='eggs')" in lines
+    assert "Done: 2 items." in text
+    assert "turn answered · 4 LLM call(s) · 0 plan item(s) left open" in text
