@@ -6,6 +6,7 @@ here does I/O when constructed: the database connects and the model is built on 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from langchain_core.tools import BaseTool
 
 from agent.context import Context
 from agent.prompt_builder import system_prompt
+from prompts import load_all_prompts, load_prompt
 from storage import Database
 
 ModelWithTools = Runnable[LanguageModelInput, AIMessage]
@@ -31,15 +33,25 @@ class SupervisorDeps:
     """A chat model instance (used for every run), a model string, or None to take the model
     from the run's context, then ``TURNPLAN_MODEL``, then the embedded default."""
     prompt_sections: Sequence[str] = ()
+    """Names of extra prompt files (under ``prompts/``) appended to the system prompt."""
+    _prompts_ready: bool = False
     _bound: dict[int, tuple[BaseChatModel, ModelWithTools]] = field(default_factory=dict)
 
     @property
     def tool_names(self) -> set[str]:
         return {tool.name for tool in self.tools}
 
+    async def prepare(self) -> None:
+        """Read the prompt files once, off the event loop (the dev server rejects blocking
+        file reads in async code); later prompt use is served from memory."""
+        if not self._prompts_ready:
+            await asyncio.to_thread(load_all_prompts)
+            self._prompts_ready = True
+
     @property
     def base_prompt(self) -> str:
-        return system_prompt(self.tool_names, self.prompt_sections)
+        sections = [load_prompt(name) for name in self.prompt_sections]
+        return system_prompt(self.tool_names, sections)
 
     async def chat_model(self, context: Context) -> BaseChatModel:
         """The chat model for a run (instances are used as given)."""

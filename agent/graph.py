@@ -28,15 +28,14 @@ from agent.nodes.tools import build_tools_node
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
-from prompts import load_prompt
 from storage import Database
 
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
 
 
 def default_domain_tools(database: Database) -> tuple[list[BaseTool], list[str]]:
-    """The built-in domain toolsets and their prompt sections: the user's personal tasks."""
-    return build_task_tools(database), [load_prompt("personal_tasks")]
+    """The built-in domain toolsets and the names of their prompt files: personal tasks."""
+    return build_task_tools(database), ["personal_tasks"]
 
 
 def build_graph(

@@ -17,6 +17,14 @@ def load_prompt(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8").strip()
 
 
+def load_all_prompts() -> None:
+    """Read every prompt file into the cache. Async code calls this once through
+    ``asyncio.to_thread`` so no later prompt use touches the disk on the event loop."""
+    for entry in resources.files(__package__).iterdir():
+        if entry.name.endswith(".md"):
+            load_prompt(entry.name.removesuffix(".md"))
+
+
 def render_prompt(name: str, **values: object) -> str:
     """``prompts/<name>.md`` with its ``$placeholders`` filled in."""
     return Template(load_prompt(name)).substitute({key: str(v) for key, v in values.items()})

@@ -33,6 +33,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode[ModelStepTarget]:
         state: SupervisorState, *, runtime: Runtime[Context]
     ) -> Command[ModelStepTarget]:
         context = runtime.context or Context()
+        await deps.prepare()
         human = latest_human_message(state.messages)
         if human is None:
             return Command(
