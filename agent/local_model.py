@@ -219,6 +219,7 @@ class LocalModelServer:
         self.base_url = ""
         self.process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._final_output = ""
         self._lock = threading.Lock()
         self._stop_requested = False
 
@@ -258,6 +259,9 @@ class LocalModelServer:
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
                 env=_server_env(),
+                # Its own session: a terminal's Ctrl-C reaches us, and we stop it in order,
+                # instead of both processes racing to shut down.
+                start_new_session=True,
             )
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self._wait_until_ready(timeout)
@@ -298,7 +302,7 @@ class LocalModelServer:
     def output_tail(self) -> str:
         """The last lines the server printed (stdout and stderr), for error messages."""
         if self._log is None:
-            return ""
+            return self._final_output
         with self._lock:
             self._log.flush()
             self._log.seek(0, os.SEEK_END)
@@ -319,6 +323,9 @@ class LocalModelServer:
                     process.kill()
                     process.wait()
             if self._log is not None and process is not None and process.poll() is not None:
+                self._log.seek(0, os.SEEK_END)
+                self._log.seek(max(0, self._log.tell() - STDERR_TAIL_CHARS))
+                self._final_output = self._log.read().decode("utf-8", errors="replace")
                 self._log.close()
                 self._log = None
 
