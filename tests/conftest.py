@@ -1,4 +1,7 @@
-"""Shared fixtures: a fresh SQLite database per test, in the test's temporary folder."""
+"""Shared fixtures: a fresh SQLite database per test, in the test's temporary folder.
+
+The scripted OpenAI-compatible server (fixture ``scripted_openai``) comes from its own module.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from storage import Database
+
+pytest_plugins = ["tests.scripted_openai"]
 
 
 @pytest.fixture

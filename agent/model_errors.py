@@ -1,0 +1,26 @@
+"""Errors raised while turning a model setting into a working chat model.
+
+Kept apart from ``agent.models`` so ``agent.local_model`` can raise them without an import cycle.
+"""
+
+from langchain_core.exceptions import ModelAPIError
+
+
+class ModelConfigurationError(RuntimeError):
+    """The model setting cannot work as configured; the message names the fix.
+
+    Raised before any request is sent (unknown provider, no API key, the ``local`` extra missing)
+    or when the embedded server cannot start, so a user sees one actionable line, not a traceback
+    from deep inside an HTTP client.
+    """
+
+
+class EmptyModelResponseError(ModelAPIError):
+    """The model server answered 200 with no choice at all (some compatible servers do on errors).
+
+    A ``langchain_core`` ``ModelAPIError`` (a server failure, retryable), so the graph can treat
+    it like a 5xx that survived the client's retries.
+
+    ``ChatOpenAI`` alone fails here with an ``IndexError`` (or "No generations found in stream"),
+    which reads like a bug in our code; this says what the server did.
+    """

