@@ -20,8 +20,8 @@ from langgraph.types import Command
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
+from agent.models import invalid_tool_call_messages
 from agent.prompt_builder import model_messages
-from agent.tool_call_repair import invalid_tool_call_messages
 from agent.tools.errors import ToolFailure
 from agent.turn_outcome import turn_failed_message
 from agent.turn_plan import TurnPlan

@@ -96,8 +96,6 @@ class Database:
                 self._sessionmakers.pop(stale, None)
                 self._schema_ready.discard(stale)
                 self._schema_locks.pop(stale, None)
-            if self.is_sqlite:
-                _prepare_sqlite_file(self.url)
             engine = create_async_engine(self.url, echo=self._echo)
             if self.is_sqlite:
                 _configure_sqlite(engine)
@@ -120,6 +118,9 @@ class Database:
         async with lock:
             if loop in self._schema_ready:
                 return
+            if self.is_sqlite:
+                # Off the loop: servers such as `langgraph dev` reject blocking calls in async code.
+                await asyncio.to_thread(_prepare_sqlite_file, self.url)
             async with engine.begin() as connection:
                 await connection.run_sync(Base.metadata.create_all)
             self._schema_ready.add(loop)
