@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from agent.local_model import MODEL_ALIAS, LocalModelServer
+from agent.local_model import MODEL_ALIAS, LocalModelServer, stop_shared_local_model_server
 from agent.model_errors import ModelConfigurationError
+from agent.run_turn import run_turn
 
 if TYPE_CHECKING:
     # argparse gives the object ``add_subparsers`` returns no public, runtime-generic name.
@@ -37,7 +38,61 @@ def add_serve_model(subparsers: Subparsers) -> None:
     parser.set_defaults(handler=lambda args: asyncio.run(serve_model(port=args.port)))
 
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model]
+def add_run(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run one turn of the supervisor and print its plan as it moves",
+        description=(
+            "Run one user turn: the supervisor plans it as TODO rows, drains them, and answers. "
+            "With no model configured this uses the embedded local model (no API key, no "
+            "network); see --model."
+        ),
+    )
+    parser.add_argument("request", help='what you ask the agent, e.g. "Plan my Saturday: ..."')
+    parser.add_argument(
+        "--model",
+        default=None,
+        help='"local" or "openai:<model>" (default: TURNPLAN_MODEL, else local)',
+    )
+    parser.add_argument(
+        "--database",
+        default=None,
+        help="SQLAlchemy async URL (default: TURNPLAN_DATABASE_URL, else .turnplan/turnplan.db)",
+    )
+    parser.add_argument(
+        "--plan",
+        choices=["auto", "always"],
+        default="auto",
+        help="always: make the first model call write the plan (create_todo); auto: let the "
+        "model decide (default)",
+    )
+    parser.add_argument("--user", default="local-user", help="user whose tasks the turn manages")
+    parser.add_argument(
+        "--conversation", default=None, help="conversation id to file the turn under"
+    )
+    parser.set_defaults(handler=lambda args: asyncio.run(run_command(args)))
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    """Exit 0 when the turn was answered, 1 when it ended incomplete or failed."""
+    try:
+        report = await run_turn(
+            args.request,
+            model=args.model,
+            database_url=args.database,
+            user_id=args.user,
+            conversation_id=args.conversation,
+            planning=args.plan,
+        )
+    except ModelConfigurationError as error:
+        print(f"turnplan run: {error}", file=sys.stderr)
+        return 1
+    finally:
+        await stop_shared_local_model_server()
+    return 0 if report.status == "answered" else 1
+
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model, add_run]
 
 
 def build_parser() -> argparse.ArgumentParser:

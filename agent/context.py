@@ -8,6 +8,7 @@ run needs none. Environment variables are read elsewhere, with type conversion, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(kw_only=True)
@@ -17,6 +18,11 @@ class Context:
     model: str | None = None
     """Chat model as ``"provider:model"`` (``"openai:gpt-4o-mini"``) or ``"local"`` for the
     embedded model. Empty: ``TURNPLAN_MODEL``, else ``local``."""
+
+    planning: Literal["auto", "always"] = "auto"
+    """``auto``: the model plans multi-step requests and answers simple ones directly.
+    ``always``: the first call of every turn must call ``create_todo`` (for models too weak to
+    decide, and for products that want every turn on record as a plan)."""
 
     user_id: str = "local-user"
     """The authenticated user the personal-task tools act for. Never a tool argument."""
@@ -29,6 +35,10 @@ class Context:
 
     max_iterations: int = 50
     """Absolute cap on LLM calls in one turn, however many todos remain."""
+
+    max_reminders: int = 2
+    """Times in a row the model may answer while plan items are open (each time it is reminded
+    and sent back) before the turn ends with an honest partial answer."""
 
     history_limit: int = 10
     """Most recent messages sent with each LLM call (plus the system prompt and plan view)."""

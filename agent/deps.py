@@ -35,7 +35,9 @@ class SupervisorDeps:
     prompt_sections: Sequence[str] = ()
     """Names of extra prompt files (under ``prompts/``) appended to the system prompt."""
     _prompts_ready: bool = False
-    _bound: dict[int, tuple[BaseChatModel, ModelWithTools]] = field(default_factory=dict)
+    _bound: dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]] = field(
+        default_factory=dict
+    )
 
     @property
     def tool_names(self) -> set[str]:
@@ -64,12 +66,19 @@ class SupervisorDeps:
             setting, timeout=context.request_timeout, max_retries=context.max_retries
         )
 
-    async def model_with_tools(self, context: Context) -> ModelWithTools:
-        """The run's chat model with every tool bound (cached per model instance)."""
+    async def model_with_tools(
+        self, context: Context, *, required_tool: str | None = None
+    ) -> ModelWithTools:
+        """The run's chat model with every tool bound; ``required_tool`` forces that call.
+        Cached per model instance and forced tool."""
         model = await self.chat_model(context)
-        cached = self._bound.get(id(model))
+        key = (id(model), required_tool)
+        cached = self._bound.get(key)
         if cached is not None and cached[0] is model:
             return cached[1]
-        bound = model.bind_tools(list(self.tools))
-        self._bound[id(model)] = (model, bound)
+        if required_tool is None:
+            bound = model.bind_tools(list(self.tools))
+        else:
+            bound = model.bind_tools(list(self.tools), tool_choice=required_tool)
+        self._bound[key] = (model, bound)
         return bound

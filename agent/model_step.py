@@ -43,6 +43,15 @@ class TurnView:
     turn_message_id: str | None
 
 
+REASON_LIMIT = 300
+
+
+def _first_line(error: BaseException) -> str:
+    """A short reason for the user; the full error goes to the log."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
+
+
 def end_turn_with_failure(
     reason: str, rows: Sequence[TurnTodo] | None, update: dict[str, Any] | None = None
 ) -> Command[ModelStepTarget]:
@@ -60,8 +69,11 @@ async def model_step(
     view: TurnView,
     context: Context,
     update: dict[str, Any] | None = None,
+    *,
+    required_tool: str | None = None,
 ) -> Command[ModelStepTarget]:
-    """Make one LLM call and route on its answer; ``update`` carries the caller's own changes."""
+    """Make one LLM call and route on its answer; ``update`` carries the caller's own changes,
+    ``required_tool`` names a tool the model must call."""
     update = dict(update or {})
     try:
         rows, _ = await TurnPlan(deps.database, view.scope).rows()
@@ -77,13 +89,13 @@ async def model_step(
         turn_message_id=view.turn_message_id,
     )
     try:
-        model = await deps.model_with_tools(context)
+        model = await deps.model_with_tools(context, required_tool=required_tool)
         response = await model.ainvoke(prompt)
     except (GraphBubbleUp, asyncio.CancelledError):
         raise
     except Exception as error:  # the model boundary: any failure ends the turn, explained
-        logger.exception("model call failed")
-        reason = f"the language model failed ({type(error).__name__}: {error})."
+        logger.warning("model call failed: %r", error, exc_info=logger.isEnabledFor(logging.DEBUG))
+        reason = f"the language model failed ({type(error).__name__}: {_first_line(error)})."
         return end_turn_with_failure(reason, rows, update)
     if not isinstance(response, AIMessage):
         return end_turn_with_failure(

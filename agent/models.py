@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
@@ -96,6 +96,22 @@ class CompatibleChatOpenAI(ChatOpenAI):
     or a bare "No generations found in stream" (streaming) with an error saying what the server
     did. Streaming matters because LangGraph's ``messages`` stream mode makes ``ainvoke`` stream.
     """
+
+    def _get_request_payload(
+        self,
+        input_: LanguageModelInput,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        # OpenAI accepts `"content": null` on an assistant message that only calls tools, and
+        # langchain-openai sends exactly that; llama.cpp's server (and some other compatible
+        # servers) reject it with a 500. An empty string means the same to every server.
+        payload: dict[str, Any] = super()._get_request_payload(input_, stop=stop, **kwargs)
+        for message in payload.get("messages", []):
+            if message.get("role") == "assistant" and message.get("content") is None:
+                message["content"] = ""
+        return payload
 
     def _create_chat_result(
         self, response: dict[str, Any] | Any, generation_info: dict[str, Any] | None = None

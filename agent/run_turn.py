@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import uuid
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
@@ -71,13 +71,18 @@ async def run_turn(
     database_url: str | None = None,
     user_id: str = "local-user",
     conversation_id: str | None = None,
+    planning: Literal["auto", "always"] = "auto",
     out: TextIO = sys.stdout,
     show_tool_calls: bool = True,
 ) -> TurnReport:
     """Run one turn and print the plan's progress, the tool calls and the final answer."""
     database = Database(database_url)
     graph = build_graph(model, database=database)
-    context = Context(user_id=user_id, conversation_id=conversation_id or str(uuid.uuid4()))
+    context = Context(
+        user_id=user_id,
+        conversation_id=conversation_id or str(uuid.uuid4()),
+        planning=planning,
+    )
     print(f"turnplan · database {database.url}", file=out)
     print(f"request: {request}\n", file=out, flush=True)
     final: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-TurnStatus = Literal["running", "answered", "budget_exhausted", "failed"]
+TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "failed"]
 
 RESET = "__reset__"
 """Sent as an update to ``modifiedTasks`` to empty it at the start of a turn."""
@@ -56,8 +56,12 @@ class SupervisorState(InputState):
     iterationBudget: int = 0
     """LLM calls this turn may make; extended while todos remain, never past the cap."""
 
+    remindersInARow: int = 0
+    """Premature answers since the last tool round; past ``max_reminders`` the turn stops."""
+
     turnStatus: TurnStatus = "running"
-    """How the turn ended: answered, budget_exhausted (honest partial answer) or failed."""
+    """How the turn ended: answered; budget_exhausted or stalled (an honest partial answer
+    listing what was and was not done); failed (model or database error)."""
 
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a

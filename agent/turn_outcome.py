@@ -47,6 +47,19 @@ def budget_exhausted_message(rows: Sequence[TurnTodo], llm_calls: int) -> str:
     )
 
 
+def stalled_message(rows: Sequence[TurnTodo], reminders: int) -> str:
+    """The final answer when the model kept answering instead of working on open rows."""
+    open_count = sum(1 for row in rows if row.status in ("pending", "in_progress"))
+    return render_prompt(
+        "stalled",
+        reminders=reminders,
+        open_count=open_count,
+        total=len(rows),
+        done=_done_lines(rows),
+        not_done=_open_lines(rows),
+    )
+
+
 def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:
     """The final answer when the model or the database failed mid-turn."""
     if rows:

@@ -44,6 +44,10 @@ class ScriptedChatModel(BaseChatModel):
     responder: Responder | None = None
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tool_names: list[str] = Field(default_factory=list)
+    tool_choices: list[Any] = Field(default_factory=list)
+    choices_seen: list[Any] = Field(default_factory=list)
+    """The ``tool_choice`` each call was made with (None: the model was free)."""
+    """``tool_choice`` of every ``bind_tools`` call, in order."""
 
     @property
     def _llm_type(self) -> str:
@@ -51,10 +55,12 @@ class ScriptedChatModel(BaseChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
         self.bound_tool_names = [getattr(t, "name", str(t)) for t in tools]
-        return self
+        self.tool_choices.append(kwargs.get("tool_choice"))
+        return self.bind(tool_choice=kwargs.get("tool_choice"))
 
-    def _next(self, messages: list[BaseMessage]) -> ChatResult:
+    def _next(self, messages: list[BaseMessage], tool_choice: Any = None) -> ChatResult:
         self.prompts.append(list(messages))
+        self.choices_seen.append(tool_choice)
         if self.responder is not None:
             reply = self.responder(list(messages))
         elif self.script:
@@ -72,7 +78,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return self._next(messages)
+        return self._next(messages, kwargs.get("tool_choice"))
 
     async def _agenerate(
         self,
@@ -81,7 +87,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return self._next(messages)
+        return self._next(messages, kwargs.get("tool_choice"))
 
     @property
     def calls(self) -> int:

@@ -2,7 +2,9 @@
 
 - Rows remain and the last round ran tools: extend the budget (seed 004: base more calls, never
   past the cap), make sure the next row is in progress, and go back to ``execute``.
-- The model answered while rows remain: remind it (a prompt file) and go back.
+- The model answered while rows remain: remind it (a prompt file) and go back; after
+  ``max_reminders`` such answers in a row, stop with an honest partial answer (a model that
+  will not work on the plan only burns calls).
 - The model answered and every row is closed (or there was no plan): the turn ends.
 - The budget is spent: end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3).
@@ -23,7 +25,7 @@ from agent.nodes import SupervisorNode
 from agent.progress import emit_todo_events
 from agent.state import SupervisorState
 from agent.tools.errors import ToolFailure
-from agent.turn_outcome import budget_exhausted_message
+from agent.turn_outcome import budget_exhausted_message, stalled_message
 from agent.turn_plan import TurnPlan
 from prompts import render_prompt
 from storage.models import TurnTodo
@@ -88,9 +90,15 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode[DrainTarget]:
                     "iterationBudget": budget,
                 },
             )
-        update: dict[str, object] = {"iterationBudget": budget}
+        update: dict[str, object] = {"iterationBudget": budget, "remindersInARow": 0}
         if answered:
+            if state.remindersInARow >= context.max_reminders:
+                message = AIMessage(content=stalled_message(rows, state.remindersInARow))
+                return Command(
+                    goto="__end__", update={"messages": [message], "turnStatus": "stalled"}
+                )
             update["messages"] = [reminder(rows)]
+            update["remindersInARow"] = state.remindersInARow + 1
         return Command(goto="execute", update=update)
 
     return drain

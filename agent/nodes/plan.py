@@ -53,11 +53,15 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode[ModelStepTarget]:
             "turnRequest": request,
             "turnMessageId": human.id or "",
             "llmCalls": 0,
+            "remindersInARow": 0,
             "iterationBudget": context.base_iterations,
             "turnStatus": "running",
             "modifiedTasks": RESET,
         }
         view = TurnView(scope=scope, llm_calls=0, turn_request=request, turn_message_id=human.id)
-        return await model_step(deps, state.messages, view, context, turn_start)
+        required = "create_todo" if context.planning == "always" else None
+        return await model_step(
+            deps, state.messages, view, context, turn_start, required_tool=required
+        )
 
     return plan

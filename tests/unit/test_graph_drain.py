@@ -384,3 +384,60 @@ async def test_every_row_change_is_a_custom_stream_event(database: Database) -> 
         ("cancelled", "b", "cancelled"),
     ]
     assert all(e["id"] and "outcome" in e for e in events)
+
+
+async def test_planning_always_forces_create_todo_on_the_first_call_only(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(responder=PlanOracle(["a", "b"], action))
+    result = await run(make_graph(model, database), "two things", Context(planning="always"))
+    assert result["turnStatus"] == "answered"
+    assert model.choices_seen[0] == "create_todo"
+    assert set(model.choices_seen[1:]) == {None}
+
+
+async def test_planning_auto_leaves_the_choice_to_the_model(database: Database) -> None:
+    model = ScriptedChatModel(script=[AIMessage(content="hi")])
+    await run(make_graph(model, database), "hi")
+    assert model.choices_seen == [None]
+
+
+async def test_a_model_that_keeps_answering_with_open_rows_is_stopped_honestly(
+    database: Database,
+) -> None:
+    def plan_then_chat(messages: list[Any]) -> AIMessage:
+        if not plan_rows(str(messages[0].content)):
+            return ai(tool_call("create_todo", items=[{"title": "alpha"}, {"title": "beta"}]))
+        return AIMessage(content="Sure, all handled!")
+
+    model = ScriptedChatModel(responder=plan_then_chat)
+    result = await run(make_graph(model, database), "go", Context(max_reminders=2))
+    assert model.calls == 4  # plan, then three answers: two reminded, the third stops the turn
+    assert result["turnStatus"] == "stalled"
+    text = str(result["messages"][-1].content)
+    assert "2 times in a row" in text and "alpha (was in progress)" in text and "beta" in text
+    assert [r[1] for r in rows_in_db(database)] == ["in_progress", "pending"]
+
+
+async def test_reminders_in_a_row_reset_when_the_model_gets_back_to_work(
+    database: Database,
+) -> None:
+    oracle = PlanOracle(["a", "b", "c"], action)
+    calls = {"n": 0}
+
+    def distracted(messages: list[Any]) -> AIMessage:
+        calls["n"] += 1
+        # Every other call after planning is a premature answer; the work still gets done.
+        if calls["n"] > 1 and calls["n"] % 2 == 0:
+            rows = plan_rows(str(messages[0].content))
+            if any(r.mark in (" ", ">") for r in rows):
+                return AIMessage(content="done?")
+        return oracle(messages)
+
+    result = await run(
+        make_graph(ScriptedChatModel(responder=distracted), database),
+        "abc",
+        Context(max_reminders=1),
+    )
+    assert result["turnStatus"] == "answered"
+    assert [r[1] for r in rows_in_db(database)] == ["completed"] * 3
