@@ -74,7 +74,8 @@ def add_run(subparsers: Subparsers) -> None:
 
 
 async def run_command(args: argparse.Namespace) -> int:
-    """Exit 0 when the turn was answered, 1 when it ended incomplete or failed."""
+    """Exit 0 when the turn ended with an answer (complete, or an honest partial report of an
+    unfinished plan), 1 when it failed (model or database error, bad settings)."""
     try:
         report = await run_turn(
             args.request,
@@ -89,7 +90,7 @@ async def run_command(args: argparse.Namespace) -> int:
         return 1
     finally:
         await stop_shared_local_model_server()
-    return 0 if report.status == "answered" else 1
+    return 1 if report.status == "failed" else 0
 
 
 SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model, add_run]

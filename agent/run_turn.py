@@ -72,10 +72,12 @@ async def run_turn(
     user_id: str = "local-user",
     conversation_id: str | None = None,
     planning: Literal["auto", "always"] = "auto",
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     show_tool_calls: bool = True,
 ) -> TurnReport:
-    """Run one turn and print the plan's progress, the tool calls and the final answer."""
+    """Run one turn and print the plan's progress, the tool calls and the final answer to
+    ``out`` (default: the current ``sys.stdout``)."""
+    out = out or sys.stdout
     database = Database(database_url)
     graph = build_graph(model, database=database)
     context = Context(

@@ -63,9 +63,12 @@ def stalled_message(rows: Sequence[TurnTodo], reminders: int) -> str:
 def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:
     """The final answer when the model or the database failed mid-turn."""
     if rows:
-        plan_status = f"Done so far:\n{_done_lines(rows)}\n\nNot done:\n{_open_lines(rows)}\n"
+        plan_status = (
+            f"\nDone so far:\n{_done_lines(rows)}\n\nNot done:\n{_open_lines(rows)}\n\n"
+            "The plan's items are kept exactly as they are.\n"
+        )
     elif rows is None:
-        plan_status = "The state of this turn's plan could not be read.\n"
+        plan_status = "\nThe state of this turn's plan could not be read.\n"
     else:
         plan_status = ""
     return render_prompt("turn_failed", reason=reason, plan_status=plan_status)

@@ -1,0 +1,91 @@
+"""``turnplan run`` end to end through ChatOpenAI against the scripted HTTP model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.cli import main
+from agent.models import clear_model_cache
+from tests.http_oracle import HttpPlanOracle
+from tests.scripted_openai import ScriptedOpenAIServer, server_error
+
+
+@pytest.fixture(autouse=True)
+def _fresh_clients() -> None:
+    clear_model_cache()
+
+
+def test_run_prints_the_plan_and_exits_zero(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scripted_openai.respond_with(
+        HttpPlanOracle(["Add milk", "Add eggs"], lambda t: ("add_task", {"title": t[4:]}))
+    )
+    status = main(
+        [
+            "run",
+            "--model",
+            "openai:scripted",
+            "--database",
+            f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
+            "--plan",
+            "always",
+            "Add milk and eggs",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "✓ completed Add milk — did Add milk" in out
+    assert "All done." in out
+    assert "turn answered · 4 LLM call(s) · 0 plan item(s) left open" in out
+    assert scripted_openai.requests[0]["tool_choice"]["function"]["name"] == "create_todo"
+
+
+def test_run_exits_one_when_the_model_fails(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    scripted_openai.reply(*[server_error(500)] * 5)
+    status = main(
+        [
+            "run",
+            "--model",
+            "openai:scripted",
+            "--database",
+            f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
+            "hello",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "I could not finish this request: the language model failed" in out
+    assert "turn failed" in out
+
+
+def test_run_without_a_usable_model_setting_explains_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    status = main(
+        [
+            "run",
+            "--model",
+            "anthropic:claude",
+            "--database",
+            f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
+            "hello",
+        ]
+    )
+    assert status == 1
+    assert "Accepted forms" in capsys.readouterr().out
