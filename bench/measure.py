@@ -36,10 +36,16 @@ class Measurement:
     """Wall time of the turn with the instant model, minus the time spent inside the model."""
     ok: bool
     problem: str = ""
+    rows_completed: int | None = None
+    """Plan rows completed in the database after the HTTP run (turnplan systems only)."""
+
+    @property
+    def overhead_ms(self) -> float:
+        return 1000 * self.overhead_seconds
 
     @property
     def overhead_ms_per_item(self) -> float:
-        return 1000 * self.overhead_seconds / self.n
+        return self.overhead_ms / self.n
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "overhead_ms_per_item": self.overhead_ms_per_item}
@@ -58,7 +64,7 @@ def _problem(result: TurnResult, log: ActionLog, titles: list[str]) -> str:
 
 async def _http_run(
     system: System, n: int, server: ScriptedOpenAIServer
-) -> tuple[UsageRecorder, int, str]:
+) -> tuple[UsageRecorder, int, TurnResult, str]:
     titles = titles_for(n)
     usage = UsageRecorder()
     before = len(server.requests)
@@ -79,7 +85,7 @@ async def _http_run(
             result = await turn.run(request_for(titles))
         finally:
             await turn.close()
-    return usage, len(server.requests) - before, _problem(result, log, titles)
+    return usage, len(server.requests) - before, result, _problem(result, log, titles)
 
 
 async def _instant_run(system: System, n: int) -> tuple[float, str]:
@@ -103,7 +109,7 @@ async def measure(
 ) -> Measurement:
     """Calls and tokens from one HTTP run; overhead as the best of ``repeats`` instant runs
     (the minimum is the least disturbed by the rest of the machine)."""
-    usage, requests, problem = await _http_run(system, n, server)
+    usage, requests, result, problem = await _http_run(system, n, server)
     if requests != len(usage.prompt):
         problem = problem or f"{requests} requests but {len(usage.prompt)} usage reports"
     overheads: list[float] = []
@@ -121,4 +127,5 @@ async def measure(
         overhead_seconds=min(overheads),
         ok=not problem,
         problem=problem,
+        rows_completed=result.rows_completed,
     )

@@ -102,7 +102,12 @@ def ai_message(reply: Reply) -> AIMessage:
     return AIMessage(
         content=reply.content or "",
         tool_calls=[
-            {"name": name, "args": json.loads(raw), "id": f"call_i{next(_ids)}", "type": "tool_call"}
+            {
+                "name": name,
+                "args": json.loads(raw),
+                "id": f"call_i{next(_ids)}",
+                "type": "tool_call",
+            }
             for name, raw in reply.tool_calls
         ],
     )

@@ -63,8 +63,6 @@ class System(Protocol):
         """A fresh oracle for one turn over ``titles``."""
         ...
 
-    def prepare(
-        self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-    ) -> PreparedTurn:
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         """Build the agent around ``model`` and ``tool``; ``workdir`` is a fresh folder."""
         ...

@@ -42,9 +42,7 @@ class DeepAgentsSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return sequential_todo_oracle(titles) if self.sequential else parallel_todo_oracle(titles)
 
-    def prepare(
-        self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-    ) -> PreparedTurn:
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         from deepagents import create_deep_agent
 
         agent = create_deep_agent(model, [tool], system_prompt=load_prompt("supervisor"))

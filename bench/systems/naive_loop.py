@@ -85,7 +85,5 @@ class NaiveLoopSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return naive_oracle(titles)
 
-    def prepare(
-        self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-    ) -> PreparedTurn:
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         return prepare_turnplan(model, tool, workdir, n)

@@ -37,7 +37,7 @@ def react_oracle(titles: list[str]) -> Oracle:
 
 
 class ReactSystem:
-    """The prebuilt ReAct agent with the same base prompt as turnplan (``prompts/supervisor.md``)."""
+    """The prebuilt ReAct agent, with turnplan's base prompt (``prompts/supervisor.md``)."""
 
     name = "react"
     path = "all N actions in parallel; answer (2)"
@@ -48,9 +48,7 @@ class ReactSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return react_oracle(titles)
 
-    def prepare(
-        self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-    ) -> PreparedTurn:
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         from langgraph.prebuilt import create_react_agent
 
         with warnings.catch_warnings():

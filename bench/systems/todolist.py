@@ -42,9 +42,7 @@ class TodoListSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return sequential_todo_oracle(titles) if self.sequential else parallel_todo_oracle(titles)
 
-    def prepare(
-        self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-    ) -> PreparedTurn:
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         from langchain.agents import create_agent
         from langchain.agents.middleware import TodoListMiddleware
 

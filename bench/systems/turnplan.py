@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool
 
 from agent.context import Context
 from agent.graph import build_graph
+from agent.state import InputState
 from agent.turn_plan import TurnPlan
 from bench.scenario import action
 from bench.systems import RECURSION_LIMIT, PreparedTurn, TurnResult
@@ -30,16 +31,14 @@ MAX_ITERATIONS = 1_000
 (52 calls) and the naive loop from N = 16 (3N + 2 calls) as ``budget_exhausted``."""
 
 
-def prepare_turnplan(
-    model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-) -> PreparedTurn:
+def prepare_turnplan(model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
     """A turnplan graph with only the benchmark's domain tool, on a fresh SQLite file."""
     database = Database(f"sqlite+aiosqlite:///{workdir / 'turnplan.db'}")
     graph = build_graph(model, tools=[tool], database=database, include_default_tools=False)
 
     async def run(request: str) -> TurnResult:
         state = await graph.ainvoke(
-            {"messages": [HumanMessage(content=request)]},
+            InputState(messages=[HumanMessage(content=request)]),
             config={"recursion_limit": RECURSION_LIMIT},
             context=Context(max_iterations=MAX_ITERATIONS, max_batch_items=max(50, n)),
         )
@@ -65,7 +64,5 @@ class TurnplanSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return HttpPlanOracle(titles, action)
 
-    def prepare(
-        self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
-    ) -> PreparedTurn:
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         return prepare_turnplan(model, tool, workdir, n)
