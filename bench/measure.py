@@ -18,8 +18,8 @@ from pydantic import SecretStr
 
 from bench.scenario import ActionLog, request_for, titles_for
 from bench.systems import System, TurnResult
-from bench.wire import InstantChatModel, UsageRecorder
-from tests.scripted_openai import ScriptedOpenAIServer
+from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder
+from tests.scripted_openai import Reply, ScriptedOpenAIServer
 
 
 @dataclass
@@ -51,8 +51,25 @@ class Measurement:
         return {**asdict(self), "overhead_ms_per_item": self.overhead_ms_per_item}
 
 
-def _problem(result: TurnResult, log: ActionLog, titles: list[str]) -> str:
+def _checked(oracle: Oracle, unbound: set[str]) -> Oracle:
+    """``oracle``, noting any tool it calls that the request did not offer: a framework answers
+    such a call with an error message and carries on, which must not pass as a good run."""
+
+    def respond(body: Body) -> Reply:
+        reply = oracle(body)
+        offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+        unbound.update(name for name, _ in reply.tool_calls if name not in offered)
+        return reply
+
+    return respond
+
+
+def _problem(
+    result: TurnResult, log: ActionLog, titles: list[str], unbound: set[str] | None = None
+) -> str:
     """Why a finished turn does not count, or "" when it does."""
+    if unbound:
+        return f"called tools the agent does not offer: {', '.join(sorted(unbound))}"
     if not log.did_each_once(titles):
         return f"actions ran {len(log.done)} times for {len(titles)} items"
     if not result.answer:
@@ -67,8 +84,9 @@ async def _http_run(
 ) -> tuple[UsageRecorder, int, TurnResult, str]:
     titles = titles_for(n)
     usage = UsageRecorder()
+    unbound: set[str] = set()
     before = len(server.requests)
-    server.respond_with(system.oracle(titles))
+    server.respond_with(_checked(system.oracle(titles), unbound))
     model = ChatOpenAI(
         model="scripted",
         base_url=server.base_url,
@@ -85,12 +103,13 @@ async def _http_run(
             result = await turn.run(request_for(titles))
         finally:
             await turn.close()
-    return usage, len(server.requests) - before, result, _problem(result, log, titles)
+    return usage, len(server.requests) - before, result, _problem(result, log, titles, unbound)
 
 
 async def _instant_run(system: System, n: int) -> tuple[float, str]:
     titles = titles_for(n)
-    model = InstantChatModel(oracle=system.oracle(titles))
+    unbound: set[str] = set()
+    model = InstantChatModel(oracle=_checked(system.oracle(titles), unbound))
     log = ActionLog()
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         turn = system.prepare(model, log.tool(), Path(workdir), n)
@@ -101,7 +120,7 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
             wall = time.perf_counter() - started
         finally:
             await turn.close()
-    return wall - model.model_seconds, _problem(result, log, titles)
+    return wall - model.model_seconds, _problem(result, log, titles, unbound)
 
 
 async def measure(

@@ -1,10 +1,12 @@
-"""deepagents' ``create_deep_agent``: TodoListMiddleware plus a filesystem, sub-agents and more.
+"""deepagents' ``create_deep_agent`` with ``TodoListMiddleware`` added.
 
-Needs the ``deepagents`` package (the ``bench`` extra). Its planning tool is the same
-``write_todos``, so it takes the same cheapest path as ``todolist`` (3 calls, see
-``todo_oracles.parallel_todo_oracle``); what differs is what every call carries: deepagents'
-own system prompt and its built-in tools (files, shell, ``task``) on top of ours. The state
-backend is the default in-memory one, so nothing touches the disk.
+Needs the ``deepagents`` package (the ``bench`` extra). deepagents 0.7 no longer plans by
+default: ``write_todos`` comes only with some model profiles (e.g. OpenAI Codex), not for a
+generic ``ChatOpenAI``. So the adapter passes ``middleware=[TodoListMiddleware()]`` (the
+documented extension point) and the planning tool is the same ``write_todos`` as ``todolist``,
+with the same oracles (``todo_oracles``). What differs is what every call carries: deepagents'
+built-in tools (files, ``task`` for sub-agents) on top of ours. The state backend is the
+default in-memory one, so nothing touches the disk.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from prompts import load_prompt
 
 
 class DeepAgentsSystem:
-    """``create_deep_agent(model, [tool], system_prompt=...)`` with default middleware."""
+    """``create_deep_agent`` with our tool, base prompt and ``TodoListMiddleware``."""
 
     def __init__(self, *, sequential: bool = False) -> None:
         self.sequential = sequential
@@ -44,8 +46,14 @@ class DeepAgentsSystem:
 
     def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
         from deepagents import create_deep_agent
+        from langchain.agents.middleware import TodoListMiddleware
 
-        agent = create_deep_agent(model, [tool], system_prompt=load_prompt("supervisor"))
+        agent = create_deep_agent(
+            model,
+            [tool],
+            system_prompt=load_prompt("supervisor"),
+            middleware=[TodoListMiddleware()],
+        )
 
         async def run(request: str) -> TurnResult:
             state = await agent.ainvoke(
