@@ -1,0 +1,150 @@
+"""Run one system for one N, twice: over HTTP for calls and tokens, in process for overhead.
+
+A run counts only if the turn really happened: every item's action ran exactly once, the turn
+ended with an answer, and (for turnplan systems) every plan row is completed. A run that breaks
+any of these is reported with ``ok = False`` and the reason, never silently.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from bench.scenario import ActionLog, request_for, titles_for
+from bench.systems import System, TurnResult
+from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder
+from tests.scripted_openai import Reply, ScriptedOpenAIServer
+
+
+@dataclass
+class Measurement:
+    """The figures of one system at one N."""
+
+    system: str
+    n: int
+    calls: int
+    prompt_tokens: int
+    max_prompt_tokens: int
+    completion_tokens: int
+    overhead_seconds: float
+    """Wall time of the turn with the instant model, minus the time spent inside the model."""
+    ok: bool
+    problem: str = ""
+    rows_completed: int | None = None
+    """Plan rows completed in the database after the HTTP run (turnplan systems only)."""
+
+    @property
+    def overhead_ms(self) -> float:
+        return 1000 * self.overhead_seconds
+
+    @property
+    def overhead_ms_per_item(self) -> float:
+        return self.overhead_ms / self.n
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "overhead_ms_per_item": self.overhead_ms_per_item}
+
+
+def _checked(oracle: Oracle, unbound: set[str]) -> Oracle:
+    """``oracle``, noting any tool it calls that the request did not offer: a framework answers
+    such a call with an error message and carries on, which must not pass as a good run."""
+
+    def respond(body: Body) -> Reply:
+        reply = oracle(body)
+        offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+        unbound.update(name for name, _ in reply.tool_calls if name not in offered)
+        return reply
+
+    return respond
+
+
+def _problem(
+    result: TurnResult, log: ActionLog, titles: list[str], unbound: set[str] | None = None
+) -> str:
+    """Why a finished turn does not count, or "" when it does."""
+    if unbound:
+        return f"called tools the agent does not offer: {', '.join(sorted(unbound))}"
+    if not log.did_each_once(titles):
+        return f"actions ran {len(log.done)} times for {len(titles)} items"
+    if not result.answer:
+        return "the turn ended without an answer"
+    if result.rows_total is not None and result.rows_completed != len(titles):
+        return f"{result.rows_completed} of {result.rows_total} plan rows completed"
+    return ""
+
+
+async def _http_run(
+    system: System, n: int, server: ScriptedOpenAIServer
+) -> tuple[UsageRecorder, int, TurnResult, str]:
+    titles = titles_for(n)
+    usage = UsageRecorder()
+    unbound: set[str] = set()
+    before = len(server.requests)
+    server.respond_with(_checked(system.oracle(titles), unbound))
+    model = ChatOpenAI(
+        model="scripted",
+        base_url=server.base_url,
+        api_key=SecretStr("bench"),
+        max_retries=0,
+        timeout=60,
+        callbacks=[usage],
+    )
+    log = ActionLog()
+    with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
+        turn = system.prepare(model, log.tool(), Path(workdir), n)
+        try:
+            await turn.warm()
+            result = await turn.run(request_for(titles))
+        finally:
+            await turn.close()
+    return usage, len(server.requests) - before, result, _problem(result, log, titles, unbound)
+
+
+async def _instant_run(system: System, n: int) -> tuple[float, str]:
+    titles = titles_for(n)
+    unbound: set[str] = set()
+    model = InstantChatModel(oracle=_checked(system.oracle(titles), unbound))
+    log = ActionLog()
+    with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
+        turn = system.prepare(model, log.tool(), Path(workdir), n)
+        try:
+            await turn.warm()
+            started = time.perf_counter()
+            result = await turn.run(request_for(titles))
+            wall = time.perf_counter() - started
+        finally:
+            await turn.close()
+    return wall - model.model_seconds, _problem(result, log, titles, unbound)
+
+
+async def measure(
+    system: System, n: int, server: ScriptedOpenAIServer, *, repeats: int = 3
+) -> Measurement:
+    """Calls and tokens from one HTTP run; overhead as the best of ``repeats`` instant runs
+    (the minimum is the least disturbed by the rest of the machine)."""
+    usage, requests, result, problem = await _http_run(system, n, server)
+    if requests != len(usage.prompt):
+        problem = problem or f"{requests} requests but {len(usage.prompt)} usage reports"
+    overheads: list[float] = []
+    for _ in range(max(1, repeats)):
+        overhead, instant_problem = await _instant_run(system, n)
+        overheads.append(overhead)
+        problem = problem or instant_problem
+    return Measurement(
+        system=system.name,
+        n=n,
+        calls=requests,
+        prompt_tokens=sum(usage.prompt),
+        max_prompt_tokens=max(usage.prompt, default=0),
+        completion_tokens=sum(usage.completion),
+        overhead_seconds=min(overheads),
+        ok=not problem,
+        problem=problem,
+        rows_completed=result.rows_completed,
+    )

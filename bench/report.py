@@ -1,0 +1,127 @@
+"""The benchmark's report: one row per system and N, growth laws, and what could not run.
+
+Timings appear as milliseconds of this run and as ratios to turnplan at the same N; only the
+ratios mean anything across machines.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.growth import growth_law
+from bench.measure import Measurement
+
+FIGURES: dict[str, str] = {
+    "calls": "LLM calls",
+    "prompt_tokens": "prompt tokens (sum)",
+    "max_prompt_tokens": "largest prompt",
+    "completion_tokens": "completion tokens",
+    "overhead_ms": "overhead ms per turn",
+}
+REFERENCE = "turnplan"
+
+
+@dataclass
+class Report:
+    """Everything one run of the benchmark produced."""
+
+    meta: dict[str, str]
+    paths: dict[str, str]
+    """system -> the oracle's path, in one line."""
+    measurements: list[Measurement] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def systems(self) -> list[str]:
+        return list(dict.fromkeys(m.system for m in self.measurements))
+
+    def of(self, system: str) -> list[Measurement]:
+        return [m for m in self.measurements if m.system == system]
+
+    def growth(self) -> dict[str, dict[str, str]]:
+        """system -> figure -> growth law."""
+        laws: dict[str, dict[str, str]] = {}
+        for system in self.systems:
+            rows = [m for m in self.of(system) if m.ok]
+            ns = [m.n for m in rows]
+            laws[system] = {
+                figure: growth_law(ns, [float(getattr(m, figure)) for m in rows])
+                for figure in FIGURES
+            }
+        return laws
+
+    def overhead_ratio(self, m: Measurement) -> float | None:
+        reference = next(
+            (r for r in self.measurements if r.system == REFERENCE and r.n == m.n), None
+        )
+        if reference is None or not reference.overhead_seconds:
+            return None
+        return m.overhead_seconds / reference.overhead_seconds
+
+    def table(self) -> str:
+        header = (
+            "| system | N | LLM calls | prompt tokens (sum) | largest prompt | completion tokens "
+            f"| overhead ms/turn | overhead ms/item | overhead x {REFERENCE} | ok |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        )
+        lines = [header]
+        for m in sorted(self.measurements, key=lambda m: (self.systems.index(m.system), m.n)):
+            ratio = self.overhead_ratio(m)
+            lines.append(
+                f"| {m.system} | {m.n} | {m.calls} | {m.prompt_tokens:,} | "
+                f"{m.max_prompt_tokens:,} | {m.completion_tokens:,} | "
+                f"{m.overhead_ms:.1f} | {m.overhead_ms_per_item:.2f} | "
+                f"{'' if ratio is None else f'{ratio:.2f}'} | "
+                f"{'yes' if m.ok else 'NO: ' + m.problem} |"
+            )
+        return "\n".join(lines)
+
+    def growth_table(self) -> str:
+        header = "| system | " + " | ".join(FIGURES.values()) + " |"
+        lines = [header, "|---|" + "---|" * len(FIGURES)]
+        for system, laws in self.growth().items():
+            lines.append(f"| {system} | " + " | ".join(laws[f] for f in FIGURES) + " |")
+        return "\n".join(lines)
+
+    def _growth_caveat(self) -> str:
+        if len({m.n for m in self.measurements}) >= 3:
+            return ""
+        return "Only two N were measured: every fit is a line through two points.\n\n"
+
+    def markdown(self) -> str:
+        meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
+        paths = "\n".join(f"- **{name}**: {path}" for name, path in self.paths.items())
+        missing = (
+            "\n".join(
+                f"- **{name}**: not measured: {why}" for name, why in self.unavailable.items()
+            )
+            or "- none: every system ran."
+        )
+        return (
+            "# N-item turn benchmark\n\n"
+            f"{meta}\n\n"
+            "## Results\n\n"
+            f"{self.table()}\n\n"
+            "Calls and tokens: one turn over HTTP (`ChatOpenAI` -> scripted OpenAI-compatible "
+            "server, usage = characters of the request JSON / 4). Overhead: best of the instant "
+            "runs, wall time of the turn minus time inside the model; compare ratios, not ms.\n\n"
+            "## Growth in N (least squares over the N measured)\n\n"
+            f"{self.growth_table()}\n\n"
+            f"{self._growth_caveat()}"
+            "## Oracle paths\n\n"
+            f"{paths}\n\n"
+            "## Not measured\n\n"
+            f"{missing}\n"
+        )
+
+    def as_json(self) -> str:
+        payload: dict[str, Any] = {
+            "meta": self.meta,
+            "paths": self.paths,
+            "measurements": [m.as_dict() for m in self.measurements],
+            "growth": self.growth(),
+            "unavailable": self.unavailable,
+        }
+        return json.dumps(payload, indent=2, ensure_ascii=False)

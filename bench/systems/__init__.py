@@ -1,0 +1,68 @@
+"""One adapter per system under test, behind the small ``System`` protocol.
+
+An adapter knows three things: whether its framework is installed (``unavailable``), the
+oracle that drives it along its cheapest legal path (``oracle``), and how to build and run one
+turn with a given chat model and domain tool (``prepare``). Building is kept out of the timed
+part: the overhead figure is the turn itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from bench.wire import Oracle
+
+RECURSION_LIMIT = 10_000
+"""LangGraph super-step limit for every system: far above what any N here needs, so no run is
+cut short by the default of 25 (a framework setting, not a property of the system)."""
+
+
+@dataclass
+class TurnResult:
+    """What the benchmark checks after a turn."""
+
+    answer: str
+    rows_total: int | None = None
+    """Plan rows stored for the turn (turnplan systems only)."""
+    rows_completed: int | None = None
+
+
+@dataclass
+class PreparedTurn:
+    """A built agent, ready to run one turn; ``close`` releases what ``prepare`` opened."""
+
+    run: Callable[[str], Awaitable[TurnResult]]
+    warm: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+    """One-time setup a deployed agent would already have done (e.g. creating the schema);
+    awaited before the timed turn."""
+    close: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+
+
+async def _nothing() -> None:
+    return None
+
+
+class System(Protocol):
+    """A system under test."""
+
+    name: str
+    path: str
+    """The oracle's path in one line, with the calls it needs (shown in the report)."""
+
+    def unavailable(self) -> str | None:
+        """Why the system cannot run here (a missing package), or None."""
+        ...
+
+    def oracle(self, titles: list[str]) -> Oracle:
+        """A fresh oracle for one turn over ``titles``."""
+        ...
+
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+        """Build the agent around ``model`` and ``tool``; ``workdir`` is a fresh folder."""
+        ...

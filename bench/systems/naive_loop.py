@@ -1,0 +1,89 @@
+"""Seed 004's naive loop on turnplan's own graph and tools: create, then per item act, complete,
+list.
+
+This is the loop the seed's first prompt describes ("after each item, check ``list_todo`` for
+remaining work"), run on the real turnplan graph so the difference to ``turnplan`` is only the
+path the model takes. The oracle ignores the plan view and reads tool results, as a model
+following that prompt would:
+
+- nothing done yet in this turn: ``create_todo`` with every item;
+- the last result is ``create_todo`` or a non-empty ``list_todo``: act on the first open item;
+- the last result is the domain action: ``complete_todo`` for that item (id from the latest
+  ``create_todo``/``list_todo`` result in the request);
+- the last result is ``complete_todo``: ``list_todo``;
+- ``list_todo`` shows nothing open: answer.
+
+1 + 3N + 1 = 3N + 2 calls.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from bench.scenario import ACTION_TOOL, action
+from bench.systems import PreparedTurn
+from bench.systems.turnplan import prepare_turnplan
+from bench.wire import Body, Oracle, assistant_calls, tool_results
+from tests.scripted_openai import Reply, text, tool_calls
+
+
+def _known_ids(results: list[tuple[str, str]]) -> dict[str, str]:
+    """title -> id from the newest ``create_todo`` or ``list_todo`` result that names it."""
+    ids: dict[str, str] = {}
+    for name, content in results:
+        if name == "create_todo":
+            rows: list[dict[str, Any]] = json.loads(content).get("created", [])
+        elif name == "list_todo":
+            rows = json.loads(content).get("items", [])
+        else:
+            continue
+        ids.update({row["title"]: row["id"] for row in rows})
+    return ids
+
+
+def naive_oracle(titles: list[str]) -> Oracle:
+    """The naive loop's oracle over ``titles`` (see the module docstring)."""
+
+    def respond(body: Body) -> Reply:
+        results = tool_results(body)
+        if not assistant_calls(body):
+            return tool_calls(("create_todo", {"items": [{"title": t} for t in titles]}))
+        last_name, last_content = results[-1]
+        if last_name == "create_todo":
+            first = json.loads(last_content)["created"][0]["title"]
+            return tool_calls(action(first))
+        if last_name == ACTION_TOOL:
+            title = json.loads(last_content)["done"]
+            todo_id = _known_ids(results)[title]
+            return tool_calls(("complete_todo", {"todoId": todo_id, "outcome": f"did {title}"}))
+        if last_name == "complete_todo":
+            return tool_calls(("list_todo", {}))
+        if last_name == "list_todo":
+            items = json.loads(last_content)["items"]
+            if items:
+                return tool_calls(action(items[0]["title"]))
+            return text("All done.")
+        raise AssertionError(f"naive oracle: unexpected last tool result {last_name!r}")
+
+    return respond
+
+
+class NaiveLoopSystem:
+    """turnplan's graph, driven along seed 004's naive loop."""
+
+    name = "naive-loop"
+    path = "create_todo; per item: act, complete_todo, list_todo; answer (3N+2)"
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def oracle(self, titles: list[str]) -> Oracle:
+        return naive_oracle(titles)
+
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+        return prepare_turnplan(model, tool, workdir, n)
