@@ -88,13 +88,19 @@ class PlanChange:
     counts: PlanCounts = field(default_factory=PlanCounts)
 
 
-def _counts(raw: dict[str, int]) -> PlanCounts:
-    return PlanCounts(
-        pending=raw.get("pending", 0),
-        in_progress=raw.get("in_progress", 0),
-        completed=raw.get("completed", 0),
-        cancelled=raw.get("cancelled", 0),
-    )
+def count_rows(rows: Sequence[TurnTodo]) -> PlanCounts:
+    """Counts by status of a turn's rows (all of them: a turn has at most a few hundred)."""
+    counts = PlanCounts()
+    for row in rows:
+        if row.status == "pending":
+            counts.pending += 1
+        elif row.status == "in_progress":
+            counts.in_progress += 1
+        elif row.status == "completed":
+            counts.completed += 1
+        elif row.status == "cancelled":
+            counts.cancelled += 1
+    return counts
 
 
 def validate_items(items: Sequence[TodoItemInput], limits: PlanLimits) -> list[TodoItemInput]:
@@ -203,8 +209,7 @@ class TurnPlan:
                         )
                     )
                 planned = await repository.create_batch(self.scope, new_rows)
-                started, current = await self._start_next(repository)
-                counts = _counts(await repository.count_by_status(self.scope))
+                started, current, counts = await self._start_next(repository)
         except SQLAlchemyError as error:
             raise _database_failure(error) from error
         return PlanChange(planned=planned, started=started, current=current, counts=counts)
@@ -214,8 +219,7 @@ class TurnPlan:
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
-                started, current = await self._start_next(repository)
-                counts = _counts(await repository.count_by_status(self.scope))
+                started, current, counts = await self._start_next(repository)
         except SQLAlchemyError as error:
             raise _database_failure(error) from error
         return PlanChange(started=started, current=current, counts=counts)
@@ -255,8 +259,7 @@ class TurnPlan:
                 if status == "completed" and row.startedAt is None:
                     updates["startedAt"] = now
                 await repository.update(row.id, **updates)
-                started, current = await self._start_next(repository)
-                counts = _counts(await repository.count_by_status(self.scope))
+                started, current, counts = await self._start_next(repository)
         except SQLAlchemyError as error:
             raise _database_failure(error) from error
         return PlanChange(closed=row, started=started, current=current, counts=counts)
@@ -268,22 +271,23 @@ class TurnPlan:
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
-                rows = await repository.find_by_turn(self.scope, statuses)
-                counts = _counts(await repository.count_by_status(self.scope))
+                all_rows = await repository.find_by_turn(self.scope)
         except SQLAlchemyError as error:
             raise _database_failure(error) from error
-        return rows, counts
+        wanted = None if statuses is None else set(statuses)
+        rows = [row for row in all_rows if wanted is None or row.status in wanted]
+        return rows, count_rows(all_rows)
 
     async def _start_next(
         self, repository: TurnTodoRepository
-    ) -> tuple[TurnTodo | None, TurnTodo | None]:
-        """(row started now or None, row in progress afterwards or None)."""
-        open_rows = await repository.find_by_turn(self.scope, OPEN_TODO_STATUSES)
-        for row in open_rows:
-            if row.status == "in_progress":
-                return None, row
-        if not open_rows:
-            return None, None
+    ) -> tuple[TurnTodo | None, TurnTodo | None, PlanCounts]:
+        """Start the first open row by priority unless one is in progress; one read, at most
+        one write. Returns (row started now, row in progress afterwards, counts afterwards)."""
+        rows = await repository.find_by_turn(self.scope)
+        open_rows = [row for row in rows if row.status in OPEN_TODO_STATUSES]
+        current = next((row for row in open_rows if row.status == "in_progress"), None)
+        if current is not None or not open_rows:
+            return None, current, count_rows(rows)
         first = open_rows[0]
         await repository.update(first.id, status="in_progress", startedAt=utc_now_iso())
-        return first, first
+        return first, first, count_rows(rows)
