@@ -8,7 +8,7 @@ run needs none. Environment variables are read elsewhere, with type conversion, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(kw_only=True)
@@ -57,3 +57,49 @@ class Context:
 
     max_retries: int = 2
     """Retries of a model request after a 429, a 5xx or a timeout, with backoff."""
+
+    def __post_init__(self) -> None:
+        """Settings often arrive as JSON from a client or Studio's form: accept numbers sent as
+        strings, and refuse values that would make a turn misbehave, naming the field."""
+        for name in _POSITIVE_INTS:
+            value = _as_number(name, getattr(self, name), int)
+            if value < 1:
+                raise ValueError(f"Context.{name} must be at least 1, got {value}.")
+            setattr(self, name, value)
+        if self.max_reminders < 0 or self.max_retries < 0:
+            raise ValueError("Context.max_reminders and max_retries must not be negative.")
+        self.request_timeout = _as_number("request_timeout", self.request_timeout, float)
+        if self.request_timeout <= 0:
+            raise ValueError("Context.request_timeout must be a positive number of seconds.")
+        if self.base_iterations > self.max_iterations:
+            raise ValueError(
+                f"Context.base_iterations ({self.base_iterations}) must not exceed "
+                f"max_iterations ({self.max_iterations})."
+            )
+        if self.planning not in ("auto", "always"):
+            raise ValueError(f"Context.planning must be 'auto' or 'always', got {self.planning!r}.")
+
+
+_POSITIVE_INTS = (
+    "base_iterations",
+    "max_iterations",
+    "history_limit",
+    "max_title_length",
+    "max_text_length",
+    "max_batch_items",
+)
+
+
+def _as_number(name: str, value: object, kind: type[int] | type[float]) -> Any:
+    """``value`` as ``kind``; whole-number strings and floats are accepted for ints."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"Context.{name} must be a number, got {value!r}.")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"Context.{name} must be a number, got {value!r}.") from None
+    if kind is int:
+        if not number.is_integer():
+            raise ValueError(f"Context.{name} must be a whole number, got {value!r}.")
+        return int(number)
+    return number

@@ -34,9 +34,9 @@ class SupervisorDeps:
     from the run's context, then ``TURNPLAN_MODEL``, then the embedded default."""
     prompt_sections: Sequence[str] = ()
     """Names of extra prompt files (under ``prompts/``) appended to the system prompt."""
-    _prompts_ready: bool = False
+    _prompts_ready: bool = field(default=False, init=False)
     _bound: dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]] = field(
-        default_factory=dict
+        default_factory=dict, init=False
     )
 
     @property

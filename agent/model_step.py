@@ -54,7 +54,7 @@ def _first_line(error: BaseException) -> str:
 
 def end_turn_with_failure(
     reason: str, rows: Sequence[TurnTodo] | None, update: dict[str, Any] | None = None
-) -> Command[ModelStepTarget]:
+) -> Command[Any]:
     """End the turn with a message that says what failed and where the plan stands."""
     message = AIMessage(content=turn_failed_message(reason, rows))
     return Command(
@@ -75,6 +75,7 @@ async def model_step(
     """Make one LLM call and route on its answer; ``update`` carries the caller's own changes,
     ``required_tool`` names a tool the model must call."""
     update = dict(update or {})
+    await deps.prepare()
     try:
         rows, _ = await TurnPlan(deps.database, view.scope).rows()
     except ToolFailure as failure:

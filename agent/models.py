@@ -62,6 +62,10 @@ DEFAULT_MODEL = "local"
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 """Used when no model is configured but ``OPENAI_API_KEY`` is: the user clearly wants OpenAI."""
 
+LOCAL_MAX_TOKENS = 512
+"""Cap on one answer of the embedded model: enough for a plan or a reply, and a 270M model that
+starts to ramble on a CPU would otherwise run into the request timeout."""
+
 PLACEHOLDER_API_KEY = "not-needed"
 """Local OpenAI-compatible servers ignore the key, but the ``openai`` client insists on one."""
 
@@ -209,8 +213,9 @@ async def get_chat_model(
     if cached is not None:
         return cached
     # Building the client creates an SSL context (reads CA files): blocking, so off the loop.
+    max_tokens = LOCAL_MAX_TOKENS if provider == "local" else None
     chat_model = await asyncio.to_thread(
-        _build_chat_model, name, base_url, api_key, timeout, max_retries
+        _build_chat_model, name, base_url, api_key, timeout, max_retries, max_tokens
     )
     if len(_cache) >= _CACHE_LIMIT:
         _cache.pop(next(iter(_cache)))
@@ -218,7 +223,12 @@ async def get_chat_model(
 
 
 def _build_chat_model(
-    name: str, base_url: str | None, api_key: str, timeout: float, max_retries: int
+    name: str,
+    base_url: str | None,
+    api_key: str,
+    timeout: float,
+    max_retries: int,
+    max_tokens: int | None,
 ) -> BaseChatModel:
     return CompatibleChatOpenAI(
         model=name,
@@ -226,6 +236,7 @@ def _build_chat_model(
         api_key=SecretStr(api_key),
         timeout=timeout,
         max_retries=max_retries,
+        max_tokens=max_tokens,
     )
 
 

@@ -8,6 +8,7 @@ results, which OpenAI-compatible servers reject.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
@@ -62,9 +63,7 @@ def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> 
     """A compact, current view of the turn's plan: closed items with a short outcome, open items
     with their ids, the item in progress with its context."""
     closed = sum(1 for row in rows if row.status in ("completed", "cancelled"))
-    request_line = (
-        f'Original request of this turn: "{_clip(request, 2000)}"' if show_request else ""
-    )
+    request_line = request_reminder(request) if show_request else ""
     return render_prompt(
         "plan_view",
         closed=closed,
@@ -72,6 +71,41 @@ def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> 
         request_line=request_line,
         items="\n".join(_plan_line(row) for row in rows),
     ).replace("\n\n", "\n")
+
+
+ORPHAN_RESULT = json.dumps(
+    {
+        "error": "NOT_RUN",
+        "message": "This tool call never returned a result (its run was interrupted).",
+        "suggestion": "Do not assume it took effect; call the tool again if it is still needed.",
+    }
+)
+
+
+def answer_orphaned_tool_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The history with an error result after every tool call that never got one.
+
+    A run that stops inside the tools node (a cancelled run, an interrupt never resumed, a tool
+    bug) leaves an AI tool call without results in the thread; OpenAI-compatible servers reject
+    every later request that contains it, which would break the conversation for good.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    patched: list[AnyMessage] = []
+    for message in messages:
+        patched.append(message)
+        if isinstance(message, AIMessage):
+            for call in [*message.tool_calls, *message.invalid_tool_calls]:
+                call_id = call.get("id")
+                if call_id and call_id not in answered:
+                    patched.append(
+                        ToolMessage(
+                            content=ORPHAN_RESULT,
+                            tool_call_id=call_id,
+                            name=call.get("name") or "unknown",
+                            status="error",
+                        )
+                    )
+    return patched
 
 
 def history_window(messages: Sequence[AnyMessage], limit: int) -> list[AnyMessage]:
@@ -104,7 +138,7 @@ def model_messages(
     turn_message_id: str | None,
 ) -> list[BaseMessage]:
     """The full prompt of one LLM call."""
-    window = history_window(history, history_limit)
+    window = history_window(answer_orphaned_tool_calls(history), history_limit)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )

@@ -70,11 +70,17 @@ class SupervisorState(InputState):
 
 @dataclass(kw_only=True)
 class OutputState:
-    """What a run returns to the caller."""
+    """What a run returns to the caller (the fields mean what they mean in SupervisorState)."""
 
     messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+    """The conversation, ending with the turn's final answer."""
     conversationId: str = ""
+    """Conversation the turn was filed under."""
     turnId: str = ""
+    """Id of the turn; its ``turn_todos`` rows carry it."""
     turnStatus: TurnStatus = "running"
+    """answered, budget_exhausted, stalled or failed."""
     llmCalls: int = 0
+    """LLM calls the turn made."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
+    """Personal tasks the turn changed."""

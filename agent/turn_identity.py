@@ -14,10 +14,14 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+REMINDER_NAME = "turnplan"
+"""``name`` of the human-role reminders the graph itself writes; they never open a turn."""
+
 
 def latest_human_message(messages: Sequence[AnyMessage]) -> HumanMessage | None:
+    """The newest message the user wrote (the graph's own reminders are skipped)."""
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if isinstance(message, HumanMessage) and message.name != REMINDER_NAME:
             return message
     return None
 

@@ -34,30 +34,31 @@ def _open_lines(rows: Sequence[TurnTodo]) -> str:
     return "\n".join(lines) or NONE_LINE
 
 
-def budget_exhausted_message(rows: Sequence[TurnTodo], llm_calls: int) -> str:
-    """The final answer when the turn ran out of LLM calls: what was done, what was not."""
+def _incomplete_plan_message(prompt: str, rows: Sequence[TurnTodo], **values: object) -> str:
     open_count = sum(1 for row in rows if row.status in ("pending", "in_progress"))
     return render_prompt(
-        "budget_exhausted",
-        llm_calls=llm_calls,
+        prompt,
         open_count=open_count,
         total=len(rows),
         done=_done_lines(rows),
         not_done=_open_lines(rows),
+        **values,
     )
+
+
+def budget_exhausted_message(rows: Sequence[TurnTodo], llm_calls: int) -> str:
+    """The final answer when the turn ran out of LLM calls: what was done, what was not."""
+    return _incomplete_plan_message("budget_exhausted", rows, llm_calls=llm_calls)
 
 
 def stalled_message(rows: Sequence[TurnTodo], reminders: int) -> str:
     """The final answer when the model kept answering instead of working on open rows."""
-    open_count = sum(1 for row in rows if row.status in ("pending", "in_progress"))
-    return render_prompt(
-        "stalled",
-        reminders=reminders,
-        open_count=open_count,
-        total=len(rows),
-        done=_done_lines(rows),
-        not_done=_open_lines(rows),
-    )
+    return _incomplete_plan_message("stalled", rows, reminders=reminders)
+
+
+def plan_complete_message(rows: Sequence[TurnTodo]) -> str:
+    """The final answer when the last item closed on the turn's last allowed LLM call."""
+    return render_prompt("plan_complete", done=_done_lines(rows))
 
 
 def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:

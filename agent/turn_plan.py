@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.tools.errors import ErrorCode, ToolFailure
 from storage import Database
-from storage.models import CLOSED_TODO_STATUSES, OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
+from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
 from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository
 
 CloseStatus = Literal["completed", "cancelled"]
@@ -166,7 +166,7 @@ def _check_todo_id(todo_id: str) -> str:
     return candidate
 
 
-def _database_failure(error: SQLAlchemyError) -> ToolFailure:
+def _database_failure(error: SQLAlchemyError | OSError) -> ToolFailure:
     reason = str(getattr(error, "orig", None) or error.__class__.__name__)
     return ToolFailure(
         ErrorCode.DATABASE_ERROR,
@@ -210,7 +210,7 @@ class TurnPlan:
                     )
                 planned = await repository.create_batch(self.scope, new_rows)
                 started, current, counts = await self._start_next(repository)
-        except SQLAlchemyError as error:
+        except (SQLAlchemyError, OSError) as error:
             raise _database_failure(error) from error
         return PlanChange(planned=planned, started=started, current=current, counts=counts)
 
@@ -220,7 +220,7 @@ class TurnPlan:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
                 started, current, counts = await self._start_next(repository)
-        except SQLAlchemyError as error:
+        except (SQLAlchemyError, OSError) as error:
             raise _database_failure(error) from error
         return PlanChange(started=started, current=current, counts=counts)
 
@@ -244,23 +244,17 @@ class TurnPlan:
                         f"No todo with id '{todo_id}' in this turn's plan.",
                         "Use an id from this turn's plan (see the plan view or list_todo).",
                     )
-                if row.status in CLOSED_TODO_STATUSES:
+                closed = await repository.close_if_open(
+                    row.id, status=status, outcome=outcome, completed_at=utc_now_iso()
+                )
+                if not closed:
                     raise ToolFailure(
                         ErrorCode.VALIDATION_ERROR,
                         f"Todo '{row.title}' is already {row.status}.",
                         "Move on to the next item; a closed item cannot be closed again.",
                     )
-                now = utc_now_iso()
-                updates: dict[str, object] = {
-                    "status": status,
-                    "outcome": outcome,
-                    "completedAt": now,
-                }
-                if status == "completed" and row.startedAt is None:
-                    updates["startedAt"] = now
-                await repository.update(row.id, **updates)
                 started, current, counts = await self._start_next(repository)
-        except SQLAlchemyError as error:
+        except (SQLAlchemyError, OSError) as error:
             raise _database_failure(error) from error
         return PlanChange(closed=row, started=started, current=current, counts=counts)
 
@@ -272,7 +266,7 @@ class TurnPlan:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
                 all_rows = await repository.find_by_turn(self.scope)
-        except SQLAlchemyError as error:
+        except (SQLAlchemyError, OSError) as error:
             raise _database_failure(error) from error
         wanted = None if statuses is None else set(statuses)
         rows = [row for row in all_rows if wanted is None or row.status in wanted]
@@ -289,5 +283,9 @@ class TurnPlan:
         if current is not None or not open_rows:
             return None, current, count_rows(rows)
         first = open_rows[0]
-        await repository.update(first.id, status="in_progress", startedAt=utc_now_iso())
-        return first, first, count_rows(rows)
+        if await repository.start_if_idle(self.scope, first.id, started_at=utc_now_iso()):
+            return first, first, count_rows(rows)
+        # Another writer started a row of this turn in between: report what it did.
+        rows = await repository.find_by_turn(self.scope)
+        current = next((row for row in rows if row.status == "in_progress"), None)
+        return None, current, count_rows(rows)

@@ -45,9 +45,9 @@ class ScriptedChatModel(BaseChatModel):
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tool_names: list[str] = Field(default_factory=list)
     tool_choices: list[Any] = Field(default_factory=list)
+    """``tool_choice`` of every ``bind_tools`` call, in order."""
     choices_seen: list[Any] = Field(default_factory=list)
     """The ``tool_choice`` each call was made with (None: the model was free)."""
-    """``tool_choice`` of every ``bind_tools`` call, in order."""
 
     @property
     def _llm_type(self) -> str:

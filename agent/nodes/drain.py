@@ -1,13 +1,15 @@
 """``drain``: after every tool round and every answer, decide whether the turn may end.
 
 - Rows remain and the last round ran tools: extend the budget (seed 004: base more calls, never
-  past the cap), make sure the next row is in progress, and go back to ``execute``.
+  past the cap) and go back to ``execute`` (the tools that close a row already started the
+  next one, in the same transaction).
 - The model answered while rows remain: remind it (a prompt file) and go back; after
   ``max_reminders`` such answers in a row, stop with an honest partial answer (a model that
   will not work on the plan only burns calls).
 - The model answered and every row is closed (or there was no plan): the turn ends.
 - The budget is spent: end with an honest answer built from the rows themselves; open rows stay
-  ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3).
+  ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
+  row closed on the last allowed call, the same rows make a complete answer.
 """
 
 from __future__ import annotations
@@ -22,19 +24,20 @@ from agent.context import Context
 from agent.deps import SupervisorDeps
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
-from agent.progress import emit_todo_events
 from agent.state import SupervisorState
 from agent.tools.errors import ToolFailure
-from agent.turn_outcome import budget_exhausted_message, stalled_message
+from agent.turn_identity import REMINDER_NAME
+from agent.turn_outcome import (
+    budget_exhausted_message,
+    plan_complete_message,
+    stalled_message,
+)
 from agent.turn_plan import TurnPlan
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
 DrainTarget = Literal["execute", "__end__"]
-
-REMINDER_NAME = "turnplan"
-"""``name`` of the reminder messages the graph writes, to tell them from the user's."""
 
 
 def extended_budget(budget: int, llm_calls: int, context: Context) -> int:
@@ -62,25 +65,26 @@ def reminder(rows: list[TurnTodo]) -> HumanMessage:
 def make_drain_node(deps: SupervisorDeps) -> SupervisorNode[DrainTarget]:
     async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> Command[DrainTarget]:
         context = runtime.context or Context()
+        await deps.prepare()
         plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
         try:
             rows, counts = await plan.rows()
-            last = state.messages[-1] if state.messages else None
-            answered = isinstance(last, AIMessage) and not last.tool_calls
-            budget = state.iterationBudget or context.base_iterations
-            if counts.remaining and not answered:
-                budget = extended_budget(budget, state.llmCalls, context)
-                if counts.in_progress == 0:
-                    change = await plan.start_next()
-                    if change.started is not None:
-                        emit_todo_events(runtime.stream_writer, "started", [change.started])
-                        rows, counts = await plan.rows()
         except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, None)  # type: ignore[return-value]
+            return end_turn_with_failure(failure.message, None)
+        last = state.messages[-1] if state.messages else None
+        answered = isinstance(last, AIMessage) and not last.tool_calls
+        budget = state.iterationBudget or context.base_iterations
+        if counts.remaining and not answered:
+            budget = extended_budget(budget, state.llmCalls, context)
+        out_of_calls = state.llmCalls >= budget
 
         if answered and not counts.remaining:
             return Command(goto="__end__", update={"turnStatus": "answered"})
-        if state.llmCalls >= budget:
+        if out_of_calls and rows and not counts.remaining:
+            # The last item closed on the last allowed call: nothing is missing but the words.
+            message = AIMessage(content=plan_complete_message(rows))
+            return Command(goto="__end__", update={"messages": [message], "turnStatus": "answered"})
+        if out_of_calls:
             message = AIMessage(content=budget_exhausted_message(rows, state.llmCalls))
             return Command(
                 goto="__end__",

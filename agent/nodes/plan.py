@@ -25,7 +25,7 @@ from agent.turn_identity import (
 )
 from storage.repositories import TurnScope
 
-NO_REQUEST = "There is no message to answer: send a human message to start a turn."
+NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
 
 
 def make_plan_node(deps: SupervisorDeps) -> SupervisorNode[ModelStepTarget]:
@@ -33,9 +33,10 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode[ModelStepTarget]:
         state: SupervisorState, *, runtime: Runtime[Context]
     ) -> Command[ModelStepTarget]:
         context = runtime.context or Context()
-        await deps.prepare()
         human = latest_human_message(state.messages)
-        if human is None:
+        # A run with no new human message (empty input on an existing thread) is not a turn:
+        # re-running the last one would resume its rows, which seed 004 rules out.
+        if human is None or (human.id and human.id == state.turnMessageId):
             return Command(
                 goto="__end__",
                 update={"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"},

@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
-from storage.models import TODO_STATUSES, TurnTodo, utc_now_iso
+from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo, utc_now_iso
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,49 @@ class TurnTodoRepository:
             setattr(row, name, value)
         await self._session.flush()
         return row
+
+    async def close_if_open(
+        self, todo_id: str, *, status: str, outcome: str, completed_at: str
+    ) -> bool:
+        """Close a row only if it is still open, in one statement, so two concurrent closes
+        cannot both succeed. A row completed without ever starting gets ``startedAt`` too."""
+        values: dict[str, Any] = {"status": status, "outcome": outcome, "completedAt": completed_at}
+        if status == "completed":
+            values["startedAt"] = func.coalesce(TurnTodo.startedAt, completed_at)
+        statement = (
+            update(TurnTodo)
+            .where(TurnTodo.id == todo_id, TurnTodo.status.in_(OPEN_TODO_STATUSES))
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self._session.execute(statement)
+        await self._refresh(todo_id)
+        return bool(getattr(result, "rowcount", 0))
+
+    async def start_if_idle(self, scope: TurnScope, todo_id: str, *, started_at: str) -> bool:
+        """Start a pending row only if no row of its turn is in progress, in one statement, so
+        the one-in-progress rule holds even with concurrent writers."""
+        other = aliased(TurnTodo)
+        busy = exists().where(
+            and_(
+                other.conversationId == scope.conversation_id,
+                other.turnId == scope.turn_id,
+                other.status == "in_progress",
+            )
+        )
+        statement = (
+            update(TurnTodo)
+            .where(TurnTodo.id == todo_id, TurnTodo.status == "pending", ~busy)
+            .values(status="in_progress", startedAt=started_at)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self._session.execute(statement)
+        await self._refresh(todo_id)
+        return bool(getattr(result, "rowcount", 0))
+
+    async def _refresh(self, todo_id: str) -> None:
+        """Bring a loaded row in line with a statement that bypassed the ORM."""
+        await self._session.get(TurnTodo, todo_id, populate_existing=True)
 
     async def count_by_status(self, scope: TurnScope) -> dict[str, int]:
         """How many rows of the turn are in each status (every status present, zero included)."""

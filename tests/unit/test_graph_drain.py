@@ -144,12 +144,6 @@ async def test_answering_with_open_rows_gets_a_reminder_and_the_loop_continues(
     assert [r[1] for r in rows_in_db(database)] == ["completed", "completed"]
 
 
-async def test_tool_calls_of_one_message_run_in_order(database: Database) -> None:
-    model = ScriptedChatModel(responder=PlanOracle(["first", "second", "third"], action))
-    await run(make_graph(model, database), "three")
-    assert DONE == ["first", "second", "third"]
-
-
 # --- budget -----------------------------------------------------------------------------------
 
 
