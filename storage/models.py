@@ -10,7 +10,7 @@ personal-task tool. Their columns are snake_case because their seeds name them t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Boolean, CheckConstraint, Index, Integer, MetaData, Text, false, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -30,9 +30,10 @@ CLOSED_TODO_STATUSES = ("completed", "cancelled")
 AUDIT_STATUSES = ("success", "error")
 
 
-def utc_now_iso() -> str:
-    """Now, as the ISO-8601 UTC text that every timestamp column stores."""
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+def utc_now_iso(offset_microseconds: int = 0) -> str:
+    """Now (plus an optional offset), as the ISO-8601 UTC text every timestamp column stores."""
+    moment = datetime.now(UTC) + timedelta(microseconds=offset_microseconds)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 class Base(DeclarativeBase):

@@ -65,9 +65,8 @@ class TurnTodoRepository:
         return row
 
     async def create_batch(self, scope: TurnScope, todos: Sequence[NewTurnTodo]) -> list[TurnTodo]:
-        """Insert pending rows in one flush; they share one ``createdAt``, so ``priority`` orders
-        them."""
-        created_at = utc_now_iso()
+        """Insert pending rows in one flush. Their ``createdAt`` values rise by a microsecond in
+        list order, so items that share a ``priority`` keep the order they were given in."""
         rows = [
             TurnTodo(
                 id=str(uuid.uuid4()),
@@ -80,11 +79,11 @@ class TurnTodoRepository:
                 status="pending",
                 priority=todo.priority,
                 outcome=None,
-                createdAt=created_at,
+                createdAt=utc_now_iso(offset_microseconds=index),
                 startedAt=None,
                 completedAt=None,
             )
-            for todo in todos
+            for index, todo in enumerate(todos)
         ]
         self._session.add_all(rows)
         await self._session.flush()

@@ -112,3 +112,16 @@ async def test_repository_flushes_but_the_caller_owns_the_transaction(database: 
     # ...but gone once the caller rolls back.
     async with database.session() as session:
         assert await TurnTodoRepository(session).find_by_turn(SCOPE) == []
+
+
+async def test_items_sharing_a_priority_keep_the_order_they_were_given(
+    database: Database,
+) -> None:
+    titles = [f"tied {i}" for i in range(12)]
+    async with database.session() as session:
+        await TurnTodoRepository(session).create_batch(
+            SCOPE, [NewTurnTodo(title=t, priority=0) for t in titles]
+        )
+    async with database.session() as session:
+        rows = await TurnTodoRepository(session).find_by_turn(SCOPE)
+    assert [r.title for r in rows] == titles
