@@ -342,3 +342,18 @@ async def test_delegation_under_a_checkpointer_runs_the_worker_afresh_each_turn(
         assert result["turnStatus"] == "answered"
     # system + hand-over + call + result, in both turns: nothing carried over
     assert [len(prompt) for prompt in worker.prompts] == [2, 4, 2, 4]
+
+
+def test_turnplan_run_prints_delegation_events() -> None:
+    from agent.run_turn import _format_event
+
+    line = _format_event(
+        {
+            "event": "returned",
+            "title": "Add x",
+            "outcome": None,
+            "agentType": "tasks",
+            "error": "boom",
+        }
+    )
+    assert line == "  ← returned  Add x [tasks] — failed: boom"
