@@ -7,7 +7,7 @@ here does I/O when constructed: the database connects and the model is built on 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -21,6 +21,21 @@ from prompts import load_all_prompts, load_prompt
 from storage import Database
 
 ModelWithTools = Runnable[LanguageModelInput, AIMessage]
+ModelSetting = BaseChatModel | str | None
+
+
+async def resolve_chat_model(model: ModelSetting, context: Context) -> BaseChatModel:
+    """The chat model for a run: an instance as given, else a model string, else the run's
+    context (then ``TURNPLAN_MODEL``, then the embedded default). Shared by the supervisor and
+    its workers so both resolve a model the same way."""
+    if isinstance(model, BaseChatModel):
+        return model
+    from agent.models import get_chat_model, resolve_model_setting
+
+    setting = resolve_model_setting(model or context.model)
+    return await get_chat_model(
+        setting, timeout=context.request_timeout, max_retries=context.max_retries
+    )
 
 
 @dataclass
@@ -34,6 +49,8 @@ class SupervisorDeps:
     from the run's context, then ``TURNPLAN_MODEL``, then the embedded default."""
     prompt_sections: Sequence[str] = ()
     """Names of extra prompt files (under ``prompts/``) appended to the system prompt."""
+    agent_types: Mapping[str, str] = field(default_factory=dict)
+    """Registered workers as ``{agentType: description}``, listed in the delegation section."""
     _prompts_ready: bool = field(default=False, init=False)
     _bound: dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]] = field(
         default_factory=dict, init=False
@@ -53,18 +70,11 @@ class SupervisorDeps:
     @property
     def base_prompt(self) -> str:
         sections = [load_prompt(name) for name in self.prompt_sections]
-        return system_prompt(self.tool_names, sections)
+        return system_prompt(self.tool_names, sections, agent_types=self.agent_types)
 
     async def chat_model(self, context: Context) -> BaseChatModel:
         """The chat model for a run (instances are used as given)."""
-        if isinstance(self.model, BaseChatModel):
-            return self.model
-        from agent.models import get_chat_model, resolve_model_setting
-
-        setting = resolve_model_setting(self.model or context.model)
-        return await get_chat_model(
-            setting, timeout=context.request_timeout, max_retries=context.max_retries
-        )
+        return await resolve_chat_model(self.model, context)
 
     async def model_with_tools(
         self, context: Context, *, required_tool: str | None = None

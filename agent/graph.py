@@ -26,8 +26,10 @@ from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
 from agent.nodes.tools import build_tools_node
 from agent.state import InputState, OutputState, SupervisorState
+from agent.tools.delegate import delegation_tools
 from agent.tools.tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
+from agent.workers import Worker, WorkerRegistry
 from storage import Database
 
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
@@ -45,19 +47,32 @@ def build_graph(
     checkpointer: Checkpointer = None,
     database: Database | str | None = None,
     include_default_tools: bool = True,
+    workers: Sequence[Worker] | None = None,
 ) -> SupervisorGraph:
     """Compile the supervisor.
 
     ``model``: a chat model instance, a ``"provider:model"`` string, or None (the run's context,
     then ``TURNPLAN_MODEL``, then the embedded local model). ``tools``: your own domain tools,
     added to the todo tools and the built-in ones. ``database``: a ``Database`` or URL (default:
-    ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``).
+    ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``workers``: specialists plan
+    items are delegated to by ``agentType`` (e.g. ``build_task_worker``); with none, no
+    ``delegate`` tool is bound and the graph is the plain supervisor.
     """
     db = database if isinstance(database, Database) else Database(database)
     domain_tools, prompt_sections = default_domain_tools(db) if include_default_tools else ([], [])
-    all_tools = [*build_todo_tools(db), *domain_tools, *(tools or [])]
+    registry = WorkerRegistry(workers or ())
+    all_tools = [
+        *build_todo_tools(db),
+        *delegation_tools(registry, db),
+        *domain_tools,
+        *(tools or []),
+    ]
     deps = SupervisorDeps(
-        database=db, tools=all_tools, model=model, prompt_sections=prompt_sections
+        database=db,
+        tools=all_tools,
+        model=model,
+        prompt_sections=prompt_sections,
+        agent_types=registry.descriptions(),
     )
 
     builder = StateGraph(

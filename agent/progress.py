@@ -3,6 +3,11 @@
 Every row change (planned, started, completed, cancelled) is written to LangGraph's custom stream,
 so a client streaming ``custom`` (the SDK, Studio, ``turnplan run``) sees the plan move. Events are
 emitted only after the change is committed, so a client never shows a state the database lacks.
+
+Delegation adds two kinds that change no row: ``delegated`` (a worker took the item) and
+``returned`` (the worker is done, or failed: ``error`` says why). They carry the same fields, with
+the row's status as it stands, plus ``agentType`` and ``error``, so a client that knows the todo
+events can show them without a second schema.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any, Literal
 from storage.models import TurnTodo
 
 TodoEventKind = Literal["planned", "started", "completed", "cancelled"]
+DelegationEventKind = Literal["delegated", "returned"]
 EVENT_TYPE = "turnplan.todo"
 
 
@@ -48,3 +54,34 @@ def emit_todo_events(
         return
     for row in rows:
         writer(todo_event(kind, row))
+
+
+def delegation_event(
+    kind: DelegationEventKind, row: TurnTodo, agent_type: str, error: str | None = None
+) -> dict[str, Any]:
+    """The payload of a hand-over to a worker (``delegated``) or back from it (``returned``)."""
+    return {
+        "type": EVENT_TYPE,
+        "event": kind,
+        "id": row.id,
+        "title": row.title,
+        "status": row.status,
+        "outcome": row.outcome,
+        "priority": row.priority,
+        "conversationId": row.conversationId,
+        "turnId": row.turnId,
+        "agentType": agent_type,
+        "error": error,
+    }
+
+
+def emit_delegation_event(
+    writer: Callable[[Any], None] | None,
+    kind: DelegationEventKind,
+    row: TurnTodo,
+    agent_type: str,
+    error: str | None = None,
+) -> None:
+    """Write one delegation event; a run that is not streaming has a no-op writer (or none)."""
+    if writer is not None:
+        writer(delegation_event(kind, row, agent_type, error))

@@ -9,7 +9,7 @@ results, which OpenAI-compatible servers reject.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -27,11 +27,28 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def system_prompt(tool_names: Collection[str], extra_sections: Sequence[str] = ()) -> str:
-    """The supervisor prompt; the planning section only when ``create_todo`` is bound."""
+def system_prompt(
+    tool_names: Collection[str],
+    extra_sections: Sequence[str] = (),
+    *,
+    agent_types: Mapping[str, str] | None = None,
+) -> str:
+    """The supervisor prompt; the planning section only when ``create_todo`` is bound, the
+    delegation section (listing ``agent_types``: name -> description) only when ``delegate`` is.
+
+    Without ``delegate``, planning says ``agentType`` is a label, so a model never tries to hand
+    work to a worker that does not exist; with it, planning points to the delegation section.
+    """
+    delegating = "delegate" in tool_names
     sections = [load_prompt("supervisor")]
     if "create_todo" in tool_names:
-        sections.append(load_prompt("planning"))
+        rule = load_prompt("agent_type_delegate" if delegating else "agent_type_label")
+        sections.append(render_prompt("planning", agent_type_rule=rule))
+    if delegating:
+        listing = "\n".join(
+            f"- `{name}`: {description}" for name, description in (agent_types or {}).items()
+        )
+        sections.append(render_prompt("delegation", workers=listing))
     sections.extend(extra_sections)
     return "\n\n".join(sections)
 

@@ -25,7 +25,14 @@ from storage import Database
 from storage.repositories import TurnScope
 
 STREAM_MODES: list[StreamMode] = ["custom", "updates", "values"]
-EVENT_MARKS = {"planned": "+", "started": ">", "completed": "✓", "cancelled": "✗"}
+EVENT_MARKS = {
+    "planned": "+",
+    "started": ">",
+    "completed": "✓",
+    "cancelled": "✗",
+    "delegated": "→",
+    "returned": "←",
+}
 
 
 @dataclass
@@ -43,6 +50,10 @@ def _format_event(event: dict[str, Any]) -> str:
     line = f"  {mark} {event['event']:<9} {event['title']}"
     if event.get("outcome") and event["event"] in ("completed", "cancelled"):
         line += f" — {event['outcome']}"
+    if event.get("agentType"):
+        line += f" [{event['agentType']}]"
+    if event.get("error"):
+        line += f" — failed: {event['error']}"
     return line
 
 

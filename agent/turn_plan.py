@@ -258,6 +258,23 @@ class TurnPlan:
             raise _database_failure(error) from error
         return PlanChange(closed=row, started=started, current=current, counts=counts)
 
+    async def find(self, todo_id: str) -> TurnTodo:
+        """One row of this turn by id (INVALID_ID for a malformed id, NOT_FOUND for a row that
+        does not exist or belongs to another turn)."""
+        todo_id = _check_todo_id(todo_id)
+        try:
+            async with self._database.session() as session:
+                row = await TurnTodoRepository(session).find_by_id(todo_id, self.scope)
+        except (SQLAlchemyError, OSError) as error:
+            raise _database_failure(error) from error
+        if row is None:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND,
+                f"No todo with id '{todo_id}' in this turn's plan.",
+                "Use an id from this turn's plan (see the plan view or list_todo).",
+            )
+        return row
+
     async def rows(
         self, statuses: Sequence[str] | None = None
     ) -> tuple[list[TurnTodo], PlanCounts]:

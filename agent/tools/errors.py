@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     VALIDATION_ERROR = "VALIDATION_ERROR"
     INVALID_ID = "INVALID_ID"
     DATABASE_ERROR = "DATABASE_ERROR"
+    WORKER_ERROR = "WORKER_ERROR"
 
 
 class ToolFailure(Exception):

@@ -1,0 +1,177 @@
+"""``delegate``: hand the plan item in progress to the worker its ``agentType`` names, and wait.
+
+Seed 004, issue 1: delegation used to end the turn. Here the worker runs to completion inside the
+tool call, so the tools node returns its answer as an ordinary tool result and the drain loop goes
+on as after any other tool. The row is not closed here: the supervisor reads the result and
+closes the row with ``complete_todo``, so the outcome stays its judgement (seed 004, issue 4).
+
+The worker runs with the supervisor's context (same ``user_id``) and config (callbacks, stream),
+and the turn's ids in its state, so its task tools audit under this turn. A worker that fails or
+runs out of steps comes back as a ``WORKER_ERROR`` envelope; the row stays in progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, tool
+from langgraph.errors import GraphBubbleUp, GraphRecursionError
+from langgraph.types import Command
+
+from agent.progress import emit_delegation_event
+from agent.tools.errors import ErrorCode, ToolFailure
+from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
+from agent.turn_identity import message_text
+from agent.turn_plan import TurnPlan
+from agent.workers.registry import WorkerRegistry
+from agent.workers.worker import DELEGATE_TOOL_NAME, Worker
+from prompts import load_prompt, render_prompt
+from storage import Database
+from storage.models import OPEN_TODO_STATUSES, TurnTodo
+
+logger = logging.getLogger(__name__)
+
+REASON_LIMIT = 300
+RETRY_HINT = (
+    "The item is still in progress: call delegate again, do it yourself with your own tools, "
+    "or cancel it with complete_todo (status 'cancelled') and say why."
+)
+
+
+def _reason(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
+
+
+def _worker_for(row: TurnTodo, registry: WorkerRegistry) -> Worker:
+    """The worker the row names, or an error the model can act on."""
+    if row.status not in OPEN_TODO_STATUSES:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"Todo '{row.title}' is already {row.status}; a closed item cannot be delegated.",
+            "Move on to the item in progress.",
+        )
+    agent_type = row.agentType or ""
+    if agent_type not in registry:
+        named = f"agentType '{agent_type}'" if agent_type else "no agentType"
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"Todo '{row.title}' has {named}; the registered worker types are "
+            f"{registry.names_text()}.",
+            "Do this item yourself with your own tools; only items whose agentType is one of "
+            "the registered types can be delegated.",
+        )
+    return registry[agent_type]
+
+
+def _hand_over(row: TurnTodo, request: str) -> HumanMessage:
+    return HumanMessage(
+        id=str(uuid.uuid4()),  # to find where the worker's own messages begin in its output
+        content=render_prompt(
+            "worker_request",
+            title=row.title,
+            context=row.context or "(none)",
+            criteria=row.completionCriteria or "(not stated)",
+            request=request,
+        ),
+    )
+
+
+def _final_answer(worker: Worker, messages: list[AnyMessage]) -> str:
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage) or last.tool_calls:
+        raise ToolFailure(
+            ErrorCode.WORKER_ERROR, f"Worker '{worker.name}' ended without an answer.", RETRY_HINT
+        )
+    return message_text(last).strip()
+
+
+async def _run_worker(
+    worker: Worker, row: TurnTodo, runtime: ToolRuntimeT
+) -> tuple[str, int, list[Any]]:
+    """Run ``worker`` on ``row`` to the end: (answer, tool calls it made, tasks it changed)."""
+    scope = turn_scope(runtime)
+    await asyncio.to_thread(load_prompt, "worker_request")  # off the loop; cached afterwards
+    hand_over = _hand_over(row, state_value(runtime, "turnRequest", "") or "")
+    config: RunnableConfig = {**runtime.config, "recursion_limit": worker.recursion_limit}
+    try:
+        output = await worker.graph.ainvoke(
+            {
+                "messages": [hand_over],
+                "conversationId": scope.conversation_id,
+                "turnId": scope.turn_id,
+            },
+            config=config,
+            context=run_context(runtime),
+        )
+    except (GraphBubbleUp, asyncio.CancelledError):
+        raise  # interrupts and cancellation belong to the run, not to the model
+    except GraphRecursionError:
+        raise ToolFailure(
+            ErrorCode.WORKER_ERROR,
+            f"Worker '{worker.name}' did not finish within its limit of "
+            f"{worker.recursion_limit} steps.",
+            RETRY_HINT,
+        ) from None
+    except Exception as error:  # the worker boundary: the supervisor decides what happens next
+        logger.warning("worker %s failed: %r", worker.name, error, exc_info=True)
+        raise ToolFailure(
+            ErrorCode.WORKER_ERROR,
+            f"Worker '{worker.name}' failed ({type(error).__name__}: {_reason(error)}).",
+            RETRY_HINT,
+        ) from error
+    messages: list[AnyMessage] = list(output.get("messages", []))
+    start = next((i + 1 for i, m in enumerate(messages) if m.id == hand_over.id), 0)
+    produced = messages[start:]
+    calls = sum(len(m.tool_calls) for m in produced if isinstance(m, AIMessage))
+    return _final_answer(worker, produced), calls, list(output.get("modifiedTasks", []))
+
+
+def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseTool:
+    """The ``delegate`` tool for the workers in ``registry``; rows are read from ``database``."""
+
+    @tool(DELEGATE_TOOL_NAME)
+    async def delegate(
+        todoId: str,  # noqa: N803 - seed 004 names todo ids todoId
+        runtime: ToolRuntimeT,
+    ) -> Command[Any] | str:
+        """Hand a plan item to the worker named by its `agentType` and wait for its answer.
+
+        `todoId` is the item's id (normally the item in progress). The worker does the item
+        with its own tools and returns `result` (its report) and `toolCalls`. The item stays
+        open: close it next with complete_todo, using the result as the outcome.
+        """
+        row = await TurnPlan(database, turn_scope(runtime)).find(todoId)
+        worker = _worker_for(row, registry)
+        emit_delegation_event(runtime.stream_writer, "delegated", row, worker.name)
+        try:
+            answer, calls, modified = await _run_worker(worker, row, runtime)
+        except ToolFailure as failure:
+            emit_delegation_event(
+                runtime.stream_writer, "returned", row, worker.name, failure.message
+            )
+            raise
+        emit_delegation_event(runtime.stream_writer, "returned", row, worker.name)
+        content = json.dumps(
+            {"todoId": row.id, "agentType": worker.name, "result": answer, "toolCalls": calls},
+            ensure_ascii=False,
+        )
+        if not modified:
+            return content
+        message = ToolMessage(
+            content=content, tool_call_id=runtime.tool_call_id or "", name=DELEGATE_TOOL_NAME
+        )
+        return Command(update={"messages": [message], "modifiedTasks": modified})
+
+    return delegate
+
+
+def delegation_tools(registry: WorkerRegistry, database: Database) -> list[BaseTool]:
+    """``[delegate]`` when any worker is registered, else nothing (the default graph)."""
+    return [build_delegate_tool(registry, database)] if registry else []

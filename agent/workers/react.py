@@ -1,0 +1,72 @@
+"""A small ReAct worker: model node, tools node, and an edge back until the model answers.
+
+Our own graph rather than ``create_react_agent`` (deprecated in langgraph 1.x): it reuses the
+supervisor's tools node (error envelope, calls applied in the order written) and its model
+resolution, so a worker behaves like the supervisor minus the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from agent.context import Context
+from agent.deps import ModelSetting, resolve_chat_model
+from agent.models import invalid_tool_call_messages
+from agent.nodes.tools import build_tools_node
+from agent.workers.worker import Worker, WorkerState
+from prompts import load_all_prompts, load_prompt
+
+WorkerTarget = Literal["model", "tools", "__end__"]
+
+
+def build_worker(
+    name: str,
+    description: str,
+    *,
+    model: ModelSetting,
+    tools: Sequence[BaseTool],
+    prompt_sections: Sequence[str],
+    recursion_limit: int = 25,
+) -> Worker:
+    """A worker whose model works with ``tools`` under the prompt files ``prompt_sections``
+    (names under ``prompts/``, joined in order). ``model`` is resolved like the supervisor's:
+    an instance, a ``"provider:model"`` string, or None for the run's context model."""
+    tool_list = list(tools)
+    prompts_ready = False
+
+    async def call_model(state: WorkerState, *, runtime: Runtime[Context]) -> Command[WorkerTarget]:
+        nonlocal prompts_ready
+        if not prompts_ready:  # read prompt files off the event loop, once
+            await asyncio.to_thread(load_all_prompts)
+            prompts_ready = True
+        system = "\n\n".join(load_prompt(section) for section in prompt_sections)
+        chat = await resolve_chat_model(model, runtime.context or Context())
+        bound = chat.bind_tools(tool_list) if tool_list else chat
+        response = await bound.ainvoke([SystemMessage(content=system), *state.messages])
+        if not isinstance(response, AIMessage):
+            raise TypeError(f"worker {name!r}: the model returned {type(response).__name__}")
+        repairs = invalid_tool_call_messages(response)
+        update: dict[str, Any] = {"messages": [response, *repairs]}
+        if response.tool_calls:
+            return Command(goto="tools", update=update)
+        # Malformed calls were answered with an error: let the model try again.
+        if repairs:
+            return Command(goto="model", update=update)
+        return Command(goto="__end__", update=update)
+
+    builder = StateGraph(WorkerState, context_schema=Context)
+    builder.add_node("model", call_model, destinations=("model", "tools", END))
+    builder.add_node("tools", build_tools_node(tool_list))
+    builder.add_edge(START, "model")
+    builder.add_edge("tools", "model")
+    # No checkpointer, ever: each delegation is a fresh run, even under a checkpointed parent.
+    graph = builder.compile(checkpointer=False, name=f"worker:{name}")
+    return Worker(name=name, description=description, graph=graph, recursion_limit=recursion_limit)

@@ -1,0 +1,26 @@
+"""The built-in ``tasks`` worker: the user's personal task list, and nothing else."""
+
+from __future__ import annotations
+
+from agent.deps import ModelSetting
+from agent.tools.tasks import build_task_tools
+from agent.workers.react import build_worker
+from agent.workers.worker import Worker
+from storage import Database
+
+TASK_WORKER_NAME = "tasks"
+
+
+def build_task_worker(
+    model: ModelSetting, database: Database, *, recursion_limit: int = 25
+) -> Worker:
+    """A worker for items with ``agentType: "tasks"``: add, list, complete, update and delete the
+    user's personal tasks (the same audited tools as the supervisor's, for the same user)."""
+    return build_worker(
+        TASK_WORKER_NAME,
+        "Manages the user's personal task list: add, list, complete, update, delete tasks.",
+        model=model,
+        tools=build_task_tools(database),
+        prompt_sections=("worker_tasks", "personal_tasks"),
+        recursion_limit=recursion_limit,
+    )
