@@ -21,7 +21,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.http_oracle import HttpPlanOracle
-from tests.scripted_openai import ScriptedOpenAIServer
+from tests.scripted_openai import ScriptedOpenAIServer, text
 
 pytestmark = pytest.mark.integration
 
@@ -180,3 +180,26 @@ async def _run_and_check(
         "max_iterations",
         "history_limit",
     } <= context_fields
+
+    # A second turn on the same thread: the server's checkpointer keeps the conversation, the
+    # turn gets a new id, and the first turn's (closed) rows are not part of its plan.
+    assert [m["title"] for m in values["modifiedTasks"]] == [
+        "buy groceries",
+        "do laundry",
+        "call mom",
+    ]
+    model_server.respond_with(lambda body: text("You're welcome!"))
+    second = await client.runs.wait(
+        thread["thread_id"],
+        "supervisor",
+        input={"messages": [{"role": "user", "content": "Thanks!"}]},
+        context={"user_id": "alice"},
+    )
+    assert second["turnStatus"] == "answered"
+    assert second["turnId"] != values["turnId"]
+    assert second["modifiedTasks"] == []
+    last_request = model_server.requests[-1]
+    assert "## Current plan" not in last_request["messages"][0]["content"]
+    # The earlier turn is still history: its answer is in the window, before the new request.
+    contents = [m.get("content") for m in last_request["messages"]]
+    assert contents.index("All done.") < contents.index("Thanks!")
