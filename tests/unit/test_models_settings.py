@@ -24,7 +24,6 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(key, raising=False)
     clear_model_cache()
     yield
-    clear_model_cache()
 
 
 def test_default_is_local_without_configuration_or_key() -> None:
