@@ -10,10 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from agent.models import close_chat_models
+from agent.models import clear_model_cache, close_chat_models
 from storage import Database
 
 pytest_plugins = ["tests.scripted_openai"]
+
+
+MODEL_ENV_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNPLAN_MODEL", "TURNPLAN_LOCAL_MODEL_URL")
+
+
+@pytest.fixture
+def isolated_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No model settings from the machine running the tests, and no cached clients."""
+    for key in MODEL_ENV_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    clear_model_cache()
 
 
 @pytest.fixture(autouse=True)

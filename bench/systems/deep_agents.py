@@ -12,23 +12,21 @@ default in-memory one, so nothing touches the disk.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 
-from bench.systems import RECURSION_LIMIT, PreparedTurn, TurnResult
-from bench.systems.todo_oracles import parallel_todo_oracle, sequential_todo_oracle
-from bench.wire import Oracle, text_of
+from bench.systems.todolist import TodoListSystem
 from prompts import load_prompt
 
 
-class DeepAgentsSystem:
-    """``create_deep_agent`` with our tool, base prompt and ``TodoListMiddleware``."""
+class DeepAgentsSystem(TodoListSystem):
+    """``create_deep_agent`` with our tool, base prompt and ``TodoListMiddleware``; the oracles
+    and the turn runner are ``todolist``'s, only the agent differs."""
 
     def __init__(self, *, sequential: bool = False) -> None:
-        self.sequential = sequential
+        super().__init__(sequential=sequential)
         self.name = "deepagents-seq" if sequential else "deepagents"
         self.path = (
             "as todolist-seq, on deepagents (N+2)"
@@ -41,25 +39,13 @@ class DeepAgentsSystem:
             return "package `deepagents` is not installed (pip install -e '.[bench]')"
         return None
 
-    def oracle(self, titles: list[str]) -> Oracle:
-        return sequential_todo_oracle(titles) if self.sequential else parallel_todo_oracle(titles)
-
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+    def build_agent(self, model: BaseChatModel, tool: BaseTool) -> Any:
         from deepagents import create_deep_agent
         from langchain.agents.middleware import TodoListMiddleware
 
-        agent = create_deep_agent(
+        return create_deep_agent(
             model,
             [tool],
             system_prompt=load_prompt("supervisor"),
             middleware=[TodoListMiddleware()],
         )
-
-        async def run(request: str) -> TurnResult:
-            state = await agent.ainvoke(
-                {"messages": [HumanMessage(content=request)]},
-                config={"recursion_limit": RECURSION_LIMIT},
-            )
-            return TurnResult(answer=text_of(state["messages"][-1].content))
-
-        return PreparedTurn(run=run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
@@ -42,16 +43,20 @@ class TodoListSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return sequential_todo_oracle(titles) if self.sequential else parallel_todo_oracle(titles)
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+    def build_agent(self, model: BaseChatModel, tool: BaseTool) -> Any:
+        """The framework's agent with our tool, our base prompt and the todo-list middleware."""
         from langchain.agents import create_agent
         from langchain.agents.middleware import TodoListMiddleware
 
-        agent = create_agent(
+        return create_agent(
             model,
             [tool],
             system_prompt=load_prompt("supervisor"),
             middleware=[TodoListMiddleware()],
         )
+
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+        agent = self.build_agent(model, tool)
 
         async def run(request: str) -> TurnResult:
             state = await agent.ainvoke(

@@ -7,7 +7,6 @@ and parsing are the ones users get, not mocks of them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import openai
 import pytest
@@ -18,7 +17,6 @@ from langchain_core.tools import tool
 
 from agent.models import (
     EmptyModelResponseError,
-    clear_model_cache,
     get_chat_model,
     invalid_tool_call_messages,
 )
@@ -33,15 +31,7 @@ from tests.scripted_openai import (
     tool_calls,
 )
 
-MODEL_ENV_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNPLAN_MODEL", "TURNPLAN_LOCAL_MODEL_URL")
-
-
-@pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in MODEL_ENV_KEYS:
-        monkeypatch.delenv(key, raising=False)
-    clear_model_cache()
-    yield
+pytestmark = pytest.mark.usefixtures("isolated_model_env")
 
 
 async def model_for(

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from langchain_openai import ChatOpenAI
 
 from agent.models import (
     ModelConfigurationError,
-    clear_model_cache,
     get_chat_model,
     resolve_model_setting,
 )
 from tests.scripted_openai import ScriptedOpenAIServer, text
 
-MODEL_ENV_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNPLAN_MODEL", "TURNPLAN_LOCAL_MODEL_URL")
-
-
-@pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in MODEL_ENV_KEYS:
-        monkeypatch.delenv(key, raising=False)
-    clear_model_cache()
-    yield
+pytestmark = pytest.mark.usefixtures("isolated_model_env")
 
 
 def test_default_is_local_without_configuration_or_key() -> None:
