@@ -5,6 +5,9 @@
     drain -> (execute | END)
     execute -> (tools | drain | END)
 
+Nodes return state updates; the branches (``agent.routing``) read the next node off the state, so
+an edit made in Studio as any node continues the turn.
+
 ``graph`` is what ``langgraph.json`` serves (the dev server brings its own checkpointer);
 ``build_graph`` is for Python callers who pass their own model, tools, checkpointer or database.
 """
@@ -12,19 +15,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
+from agent.nodes import SupervisorNode
 from agent.nodes.drain import make_drain_node
 from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
-from agent.nodes.tools import build_tools_node
+from agent.nodes.tools import build_supervisor_tools_node
+from agent.routing import after_drain, after_model_step
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.delegate import delegation_tools
 from agent.tools.tasks import build_task_tools
@@ -38,6 +46,23 @@ SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, Outpu
 def default_domain_tools(database: Database) -> tuple[list[BaseTool], list[str]]:
     """The built-in domain toolsets and the names of their prompt files: personal tasks."""
     return build_task_tools(database), ["personal_tasks"]
+
+
+SYNC_INVOKE_MESSAGE = (
+    "The turnplan supervisor is async (its database and model clients are): call "
+    "`await graph.ainvoke(...)` or iterate `graph.astream(...)`; from synchronous code, "
+    "`asyncio.run(graph.ainvoke(...))`."
+)
+
+
+def async_only(node: SupervisorNode, name: str) -> RunnableCallable:
+    """The node for LangGraph, with a sync side that says how to call the graph instead of
+    LangGraph's generic "No synchronous function provided"."""
+
+    def refuse_sync(state: SupervisorState, *, runtime: Runtime[Context]) -> NoReturn:
+        raise TypeError(SYNC_INVOKE_MESSAGE)
+
+    return RunnableCallable(refuse_sync, node, name=name, trace=False)
 
 
 def build_graph(
@@ -78,12 +103,15 @@ def build_graph(
     builder = StateGraph(
         SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("plan", make_plan_node(deps), destinations=("tools", "drain", END))
-    builder.add_node("execute", make_execute_node(deps), destinations=("tools", "drain", END))
-    builder.add_node("tools", build_tools_node(all_tools))
-    builder.add_node("drain", make_drain_node(deps), destinations=("execute", END))
+    builder.add_node("plan", async_only(make_plan_node(deps), "plan"))
+    builder.add_node("execute", async_only(make_execute_node(deps), "execute"))
+    builder.add_node("tools", build_supervisor_tools_node(all_tools, db))
+    builder.add_node("drain", async_only(make_drain_node(deps), "drain"))
     builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])
+    builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
     builder.add_edge("tools", "drain")
+    builder.add_conditional_edges("drain", after_drain, ["execute", END])
     return builder.compile(checkpointer=checkpointer, name="supervisor")
 
 

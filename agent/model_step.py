@@ -1,9 +1,9 @@
 """One LLM call of the turn, shared by the ``plan`` and ``execute`` nodes.
 
-It sends the bounded prompt (system prompt with the plan view, history window), counts the call
-against the turn's budget, and routes: tool calls go to the tools node, anything else to
-``drain``. A model that cannot be reached (after its own retries) or a plan store that cannot be
-read ends the turn with a message saying so; the rows are left exactly as they were.
+It sends the bounded prompt (system prompt with the plan view, history window) and counts the call
+against the turn's budget; ``agent.routing`` then sends tool calls to the tools node and anything
+else to ``drain``. A model that cannot be reached (after its own retries) or a plan store that
+cannot be read ends the turn with a message saying so; the rows are left exactly as they were.
 """
 
 from __future__ import annotations
@@ -12,25 +12,22 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
+from agent.errors import ToolFailure
 from agent.models import invalid_tool_call_messages
 from agent.prompt_builder import model_messages
-from agent.tools.errors import ToolFailure
 from agent.turn_outcome import turn_failed_message
 from agent.turn_plan import TurnPlan
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
 logger = logging.getLogger(__name__)
-
-ModelStepTarget = Literal["tools", "drain", "__end__"]
 
 
 @dataclass(frozen=True)
@@ -54,13 +51,11 @@ def _first_line(error: BaseException) -> str:
 
 def end_turn_with_failure(
     reason: str, rows: Sequence[TurnTodo] | None, update: dict[str, Any] | None = None
-) -> Command[Any]:
-    """End the turn with a message that says what failed and where the plan stands."""
+) -> dict[str, Any]:
+    """The update that ends the turn with a message saying what failed and where the plan
+    stands (``turnStatus`` ``failed`` routes to the end)."""
     message = AIMessage(content=turn_failed_message(reason, rows))
-    return Command(
-        goto="__end__",
-        update={**(update or {}), "messages": [message], "turnStatus": "failed"},
-    )
+    return {**(update or {}), "messages": [message], "turnStatus": "failed"}
 
 
 async def model_step(
@@ -71,9 +66,9 @@ async def model_step(
     update: dict[str, Any] | None = None,
     *,
     required_tool: str | None = None,
-) -> Command[ModelStepTarget]:
-    """Make one LLM call and route on its answer; ``update`` carries the caller's own changes,
-    ``required_tool`` names a tool the model must call."""
+) -> dict[str, Any]:
+    """Make one LLM call; the returned update holds its answer (and the caller's own changes
+    from ``update``). ``required_tool`` names a tool the model must call."""
     update = dict(update or {})
     await deps.prepare()
     try:
@@ -106,4 +101,4 @@ async def model_step(
     repairs = invalid_tool_call_messages(response)
     update["messages"] = [response, *repairs]
     update["llmCalls"] = view.llm_calls + 1
-    return Command(goto="tools" if response.tool_calls else "drain", update=update)
+    return update

@@ -43,9 +43,9 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from agent.errors import ErrorCode
 from agent.local_model import MODEL_ALIAS, shared_local_model_url
 from agent.model_errors import EmptyModelResponseError, ModelConfigurationError
-from agent.tools.errors import ErrorCode
 
 __all__ = [
     "DEFAULT_MODEL",

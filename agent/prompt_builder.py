@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 
+from agent.errors import ErrorCode
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
@@ -92,7 +93,7 @@ def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> 
 
 ORPHAN_RESULT = json.dumps(
     {
-        "error": "NOT_RUN",
+        "error": ErrorCode.NOT_RUN.value,
         "message": "This tool call never returned a result (its run was interrupted).",
         "suggestion": "Do not assume it took effect; call the tool again if it is still needed.",
     }

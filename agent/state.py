@@ -14,13 +14,15 @@ from langgraph.graph.message import add_messages
 
 TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "failed"]
 
-RESET = "__reset__"
-"""Sent as an update to ``modifiedTasks`` to empty it at the start of a turn."""
+TodoSnapshot = dict[str, Any]
+"""One ``turn_todos`` row in seed 004's ``list_todo`` shape."""
 
 
 def extend_or_reset(current: list[dict[str, Any]], update: Any) -> list[dict[str, Any]]:
-    """Reducer for per-turn lists: an update extends the list, ``RESET`` empties it."""
-    if update == RESET:
+    """Reducer for per-turn lists: an update extends the list; an empty list empties it (the
+    ``plan`` node sends one when a turn starts, so the updates stream shows ``[]``, nothing
+    stranger). Tools that changed nothing send no update at all."""
+    if not update:
         return []
     return [*current, *update]
 
@@ -43,6 +45,15 @@ class SupervisorState(InputState):
 
     turnId: str = ""
     """Id of the current turn; scopes its ``turn_todos`` rows. Set by ``plan``."""
+
+    turnStep: int = 0
+    """Nodes of this turn run so far. With the ``turns`` row's step it tells the turn's own
+    continuation from a run started at an older checkpoint (a fork, which gets a turn of its
+    own)."""
+
+    todos: list[TodoSnapshot] = field(default_factory=list)
+    """The turn's plan rows as ``drain`` last read them: shown in Studio, returned to the
+    caller, and copied into a fork's own rows."""
 
     turnRequest: str = ""
     """Text of the human message that opened the turn, shown with every LLM call."""
@@ -80,6 +91,8 @@ class OutputState:
     """Id of the turn; its ``turn_todos`` rows carry it."""
     turnStatus: TurnStatus = "running"
     """answered, budget_exhausted, stalled or failed."""
+    todos: list[TodoSnapshot] = field(default_factory=list)
+    """The turn's plan rows as the turn left them (empty when it made no plan)."""
     llmCalls: int = 0
     """LLM calls the turn made."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent.tools.errors import ErrorCode, ToolFailure
+from agent.errors import ErrorCode, ToolFailure, database_failure
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
 from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository
@@ -166,15 +166,6 @@ def _check_todo_id(todo_id: str) -> str:
     return candidate
 
 
-def _database_failure(error: SQLAlchemyError | OSError) -> ToolFailure:
-    reason = str(getattr(error, "orig", None) or error.__class__.__name__)
-    return ToolFailure(
-        ErrorCode.DATABASE_ERROR,
-        f"The plan could not be saved or read: {reason}. Nothing was changed.",
-        "Try the same call once more; if it fails again, tell the user the plan store is down.",
-    )
-
-
 class TurnPlan:
     """The rows of one turn, behind the lifecycle rules."""
 
@@ -211,7 +202,7 @@ class TurnPlan:
                 planned = await repository.create_batch(self.scope, new_rows)
                 started, current, counts = await self._start_next(repository)
         except (SQLAlchemyError, OSError) as error:
-            raise _database_failure(error) from error
+            raise database_failure(error) from error
         return PlanChange(planned=planned, started=started, current=current, counts=counts)
 
     async def start_next(self) -> PlanChange:
@@ -221,7 +212,7 @@ class TurnPlan:
                 repository = TurnTodoRepository(session)
                 started, current, counts = await self._start_next(repository)
         except (SQLAlchemyError, OSError) as error:
-            raise _database_failure(error) from error
+            raise database_failure(error) from error
         return PlanChange(started=started, current=current, counts=counts)
 
     async def close(self, todo_id: str, outcome: str, status: CloseStatus) -> PlanChange:
@@ -255,7 +246,7 @@ class TurnPlan:
                     )
                 started, current, counts = await self._start_next(repository)
         except (SQLAlchemyError, OSError) as error:
-            raise _database_failure(error) from error
+            raise database_failure(error) from error
         return PlanChange(closed=row, started=started, current=current, counts=counts)
 
     async def find(self, todo_id: str) -> TurnTodo:
@@ -266,7 +257,7 @@ class TurnPlan:
             async with self._database.session() as session:
                 row = await TurnTodoRepository(session).find_by_id(todo_id, self.scope)
         except (SQLAlchemyError, OSError) as error:
-            raise _database_failure(error) from error
+            raise database_failure(error) from error
         if row is None:
             raise ToolFailure(
                 ErrorCode.NOT_FOUND,
@@ -284,7 +275,7 @@ class TurnPlan:
                 repository = TurnTodoRepository(session)
                 all_rows = await repository.find_by_turn(self.scope)
         except (SQLAlchemyError, OSError) as error:
-            raise _database_failure(error) from error
+            raise database_failure(error) from error
         wanted = None if statuses is None else set(statuses)
         rows = [row for row in all_rows if wanted is None or row.status in wanted]
         return rows, count_rows(all_rows)

@@ -4,6 +4,9 @@
 the CHECK on ``status`` and both named indexes), so tools written against that design read the
 same rows. Timestamps are ISO-8601 UTC strings, as the seed stores them.
 
+``turns`` holds one row per turn that has started: how far its graph has run, so a run from an
+older checkpoint (a Studio fork or replay) is told apart from the turn's own continuation.
+
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
 """
@@ -84,6 +87,26 @@ class TurnTodo(Base):
             "startedAt": self.startedAt,
             "completedAt": self.completedAt,
         }
+
+
+class Turn(Base):
+    """One user turn: how many graph steps of it have run, and which LangGraph task ran the last.
+
+    ``step`` only grows. A node that runs from a state whose step is behind it is working from an
+    older checkpoint than the turn has reached, which is a fork; the same task running again from
+    the same step is a resumed run. ``forkedFrom`` names the turn a fork's rows were copied from.
+    """
+
+    __tablename__ = "turns"
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, primary_key=True)
+    messageId: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("''"))
+    step: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    taskId: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("''"))
+    forkedFrom: Mapped[str | None] = mapped_column(Text, nullable=True)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
+    updatedAt: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 class Task(Base):

@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
 from agent.context import Context
-from agent.nodes.tools import build_tools_node
+from agent.ordered_tools import build_tools_node
 from agent.state import SupervisorState
 
 ToolCallSpec = tuple[str, dict[str, Any]]

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from agent.context import Context
 from agent.state import SupervisorState
 
-Target = TypeVar("Target")
 
-
-class SupervisorNode(Protocol[Target]):
-    """A node of the supervisor: state in, a ``Command`` naming where to go next out."""
+class SupervisorNode(Protocol):
+    """A node of the supervisor: state in, a state update out (``agent.routing`` picks the next
+    node from the updated state)."""
 
     async def __call__(
         self, state: SupervisorState, *, runtime: Runtime[Context]
-    ) -> Command[Target]: ...
+    ) -> dict[str, Any]: ...

@@ -14,30 +14,27 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
+from agent.errors import ToolFailure
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
 from agent.state import SupervisorState
-from agent.tools.errors import ToolFailure
 from agent.turn_identity import REMINDER_NAME
+from agent.turn_lineage import claim_next_step
 from agent.turn_outcome import (
     budget_exhausted_message,
     plan_complete_message,
     stalled_message,
 )
-from agent.turn_plan import TurnPlan
+from agent.turn_plan import PlanCounts, TurnPlan
 from prompts import render_prompt
 from storage.models import TurnTodo
-from storage.repositories import TurnScope
-
-DrainTarget = Literal["execute", "__end__"]
 
 
 def extended_budget(budget: int, llm_calls: int, context: Context) -> int:
@@ -62,47 +59,50 @@ def reminder(rows: list[TurnTodo]) -> HumanMessage:
     )
 
 
-def make_drain_node(deps: SupervisorDeps) -> SupervisorNode[DrainTarget]:
-    async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> Command[DrainTarget]:
+def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
+    async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         await deps.prepare()
-        plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
         try:
-            rows, counts = await plan.rows()
+            claim = await claim_next_step(deps.database, state)
+            rows, counts = await TurnPlan(deps.database, claim.scope).rows()
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
-        last = state.messages[-1] if state.messages else None
-        answered = isinstance(last, AIMessage) and not last.tool_calls
-        budget = state.iterationBudget or context.base_iterations
-        if counts.remaining and not answered:
-            budget = extended_budget(budget, state.llmCalls, context)
-        out_of_calls = state.llmCalls >= budget
-
-        if answered and not counts.remaining:
-            return Command(goto="__end__", update={"turnStatus": "answered"})
-        if out_of_calls and rows and not counts.remaining:
-            # The last item closed on the last allowed call: nothing is missing but the words.
-            message = AIMessage(content=plan_complete_message(rows))
-            return Command(goto="__end__", update={"messages": [message], "turnStatus": "answered"})
-        if out_of_calls:
-            message = AIMessage(content=budget_exhausted_message(rows, state.llmCalls))
-            return Command(
-                goto="__end__",
-                update={
-                    "messages": [message],
-                    "turnStatus": "budget_exhausted",
-                    "iterationBudget": budget,
-                },
-            )
-        update: dict[str, object] = {"iterationBudget": budget, "remindersInARow": 0}
-        if answered:
-            if state.remindersInARow >= context.max_reminders:
-                message = AIMessage(content=stalled_message(rows, state.remindersInARow))
-                return Command(
-                    goto="__end__", update={"messages": [message], "turnStatus": "stalled"}
-                )
-            update["messages"] = [reminder(rows)]
-            update["remindersInARow"] = state.remindersInARow + 1
-        return Command(goto="execute", update=update)
+        result = _drain(state, context, rows, counts)
+        return {**claim.update(), "todos": [row.to_dict() for row in rows], **result}
 
     return drain
+
+
+def _drain(
+    state: SupervisorState, context: Context, rows: list[TurnTodo], counts: PlanCounts
+) -> dict[str, Any]:
+    """The decision itself, from the state and the rows just read."""
+    last = state.messages[-1] if state.messages else None
+    answered = isinstance(last, AIMessage) and not last.tool_calls
+    budget = state.iterationBudget or context.base_iterations
+    if counts.remaining and not answered:
+        budget = extended_budget(budget, state.llmCalls, context)
+    out_of_calls = state.llmCalls >= budget
+
+    if answered and not counts.remaining:
+        return {"turnStatus": "answered"}
+    if out_of_calls and rows and not counts.remaining:
+        # The last item closed on the last allowed call: nothing is missing but the words.
+        message = AIMessage(content=plan_complete_message(rows))
+        return {"messages": [message], "turnStatus": "answered"}
+    if out_of_calls:
+        message = AIMessage(content=budget_exhausted_message(rows, state.llmCalls))
+        return {
+            "messages": [message],
+            "turnStatus": "budget_exhausted",
+            "iterationBudget": budget,
+        }
+    update: dict[str, Any] = {"iterationBudget": budget, "remindersInARow": 0}
+    if answered:
+        if state.remindersInARow >= context.max_reminders:
+            message = AIMessage(content=stalled_message(rows, state.remindersInARow))
+            return {"messages": [message], "turnStatus": "stalled"}
+        update["messages"] = [reminder(rows)]
+        update["remindersInARow"] = state.remindersInARow + 1
+    return update

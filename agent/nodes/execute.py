@@ -6,28 +6,32 @@ turn's request, so the model always knows what to do next without a ``list_todo`
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
-from agent.model_step import ModelStepTarget, TurnView, model_step
+from agent.errors import ToolFailure
+from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
 from agent.state import SupervisorState
-from storage.repositories import TurnScope
+from agent.turn_lineage import claim_next_step
 
 
-def make_execute_node(deps: SupervisorDeps) -> SupervisorNode[ModelStepTarget]:
-    async def execute(
-        state: SupervisorState, *, runtime: Runtime[Context]
-    ) -> Command[ModelStepTarget]:
+def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
+    async def execute(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
+        try:
+            claim = await claim_next_step(deps.database, state)
+        except ToolFailure as failure:
+            return end_turn_with_failure(failure.message, None)
         view = TurnView(
-            scope=TurnScope(conversation_id=state.conversationId, turn_id=state.turnId),
+            scope=claim.scope,
             llm_calls=state.llmCalls,
             turn_request=state.turnRequest,
             turn_message_id=state.turnMessageId or None,
         )
-        return await model_step(deps, state.messages, view, context)
+        return await model_step(deps, state.messages, view, context, claim.update())
 
     return execute

@@ -1,65 +1,78 @@
 """``plan``: the first step of every turn.
 
-It names the turn (ids from the newest human message and the thread), resets the per-turn
-counters, and makes the turn's first LLM call with every tool bound. A simple request is answered
-right here (one call, no rows); a multi-step one comes back as a ``create_todo`` call.
+It names the turn (ids from the newest human message and the thread), records it in ``turns``,
+resets the per-turn counters, and makes the turn's first LLM call with every tool bound. A simple
+request is answered right here (one call, no rows); a multi-step one comes back as a
+``create_todo`` call.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
-from agent.model_step import ModelStepTarget, TurnView, model_step
+from agent.errors import ToolFailure
+from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.state import RESET, SupervisorState
+from agent.state import SupervisorState
 from agent.turn_identity import (
     conversation_id_of,
     latest_human_message,
     message_text,
     turn_id_of,
 )
+from agent.turn_lineage import TurnIdTaken, begin_turn, task_id_of
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
 
 
-def make_plan_node(deps: SupervisorDeps) -> SupervisorNode[ModelStepTarget]:
-    async def plan(
-        state: SupervisorState, *, runtime: Runtime[Context]
-    ) -> Command[ModelStepTarget]:
+def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
+    async def plan(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
         # A run with no new human message (empty input on an existing thread) is not a turn:
         # re-running the last one would resume its rows, which seed 004 rules out.
         if human is None or (human.id and human.id == state.turnMessageId):
-            return Command(
-                goto="__end__",
-                update={"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"},
-            )
-        scope = TurnScope(
+            return {"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"}
+        config = get_config()
+        named = TurnScope(
             conversation_id=conversation_id_of(
-                context.conversation_id, get_config(), state.conversationId
+                context.conversation_id, config, state.conversationId
             ),
             turn_id=turn_id_of(human),
         )
         request = message_text(human)
-        turn_start = {
-            "conversationId": scope.conversation_id,
-            "turnId": scope.turn_id,
+        turn_start: dict[str, Any] = {
+            "conversationId": named.conversation_id,
+            "turnId": named.turn_id,
             "turnRequest": request,
             "turnMessageId": human.id or "",
             "llmCalls": 0,
             "remindersInARow": 0,
             "iterationBudget": context.base_iterations,
             "turnStatus": "running",
-            "modifiedTasks": RESET,
+            "turnStep": 0,
+            "todos": [],
+            "modifiedTasks": [],
         }
-        view = TurnView(scope=scope, llm_calls=0, turn_request=request, turn_message_id=human.id)
+        try:
+            claim = await begin_turn(
+                deps.database, named, message_id=human.id or "", task_id=task_id_of(config)
+            )
+        except TurnIdTaken as refused:
+            return end_turn_with_failure(str(refused), None, turn_start)
+        except ToolFailure as failure:
+            return end_turn_with_failure(failure.message, None, turn_start)
+        turn_start.update(claim.update())
+        view = TurnView(
+            scope=claim.scope, llm_calls=0, turn_request=request, turn_message_id=human.id
+        )
         required = "create_todo" if context.planning == "always" else None
         return await model_step(
             deps, state.messages, view, context, turn_start, required_tool=required

@@ -1,68 +1,32 @@
-"""The tools node: LangGraph's ``ToolNode`` with our error envelope and in-order execution.
+"""``tools``: the supervisor's tool calls, in the order written, never from a stale checkpoint.
 
-``ToolNode`` runs the calls of one AI message concurrently. A supervisor that completes row k and
-starts work on row k+1 in the same message needs them applied in the order the model wrote them,
-so each call waits for the one before it. The wait is keyed by the AI message, so separate threads
-served by one process still run side by side.
+A run started from an older checkpoint of the turn (a fork or replay) must not change the
+original turn's rows: its tool calls are answered ``NOT_RUN`` and the next ``drain`` moves the
+run to a turn of its own (see ``agent.turn_lineage``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
-from agent.tools.errors import tool_error_content
-
-ToolResult = ToolMessage | Command[Any]
-Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
-
-_locks_by_message: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+from agent.ordered_tools import build_tools_node
+from agent.turn_lineage import check_current
+from storage import Database
+from storage.repositories import TurnScope
 
 
-def _message_key(request: ToolCallRequest) -> str:
-    """The id of the AI message that issued this call (or the call id when it cannot be found)."""
-    call_id = request.tool_call.get("id") or ""
-    state = request.state
-    if isinstance(state, dict):
-        messages = state.get("messages", [])
-    else:
-        messages = getattr(state, "messages", [])
-    for message in reversed(messages):
-        if not isinstance(message, AIMessage):
-            continue
-        if any(call.get("id") == call_id for call in message.tool_calls):
-            return f"{message.id or id(message)}"
-    return call_id
+def build_supervisor_tools_node(tools: Sequence[BaseTool], database: Database) -> ToolNode:
+    """The ordered tools node, refusing calls made from an older point of the turn."""
 
+    async def from_current_step(request: ToolCallRequest) -> None:
+        state = request.state
+        values = state if isinstance(state, dict) else vars(state)
+        scope = TurnScope(values.get("conversationId", ""), values.get("turnId", ""))
+        if scope.conversation_id and scope.turn_id:
+            await check_current(database, scope, int(values.get("turnStep", 0)))
 
-async def run_in_call_order(request: ToolCallRequest, execute: Execute) -> ToolResult:
-    """Run one tool call after the earlier calls of the same AI message have finished.
-
-    ``ToolNode`` starts its calls in message order and ``asyncio.Lock`` wakes waiters first in,
-    first out, so the calls complete in the order the model wrote them.
-    """
-    key = _message_key(request)
-    lock = _locks_by_message.get(key)
-    if lock is None:
-        lock = asyncio.Lock()
-        _locks_by_message[key] = lock
-    async with lock:
-        return await execute(request)
-
-
-def build_tools_node(tools: Sequence[BaseTool], *, name: str = "tools") -> ToolNode:
-    """A tools node whose recoverable errors reach the model as error ``ToolMessage``s."""
-    return ToolNode(
-        list(tools),
-        name=name,
-        handle_tool_errors=tool_error_content,
-        awrap_tool_call=run_in_call_order,
-    )
+    return build_tools_node(tools, before_call=from_current_step)

@@ -29,7 +29,7 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent.tools.errors import ErrorCode, ToolFailure, describe_validation_error
+from agent.errors import ErrorCode, ToolFailure, describe_validation_error
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value
 from storage import Database
 from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository

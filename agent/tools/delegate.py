@@ -24,8 +24,8 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
 from langgraph.types import Command
 
+from agent.errors import ErrorCode, ToolFailure
 from agent.progress import emit_delegation_event
-from agent.tools.errors import ErrorCode, ToolFailure
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
 from agent.turn_identity import message_text
 from agent.turn_plan import TurnPlan

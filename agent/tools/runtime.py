@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.prebuilt import ToolRuntime
 
 from agent.context import Context
-from agent.tools.errors import ErrorCode, ToolFailure
+from agent.errors import ErrorCode, ToolFailure
 from storage.repositories import TurnScope
 
 ToolRuntimeT = ToolRuntime[Context, Any]

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.tools.errors import ErrorCode, ToolFailure
+from agent.errors import ErrorCode, ToolFailure
 from storage.models import Task
 from storage.repositories import TaskRepository
 

@@ -20,8 +20,8 @@ from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.types import Command
 from pydantic import Field, StringConstraints
 
+from agent.errors import ErrorCode, ToolFailure
 from agent.tools.audited import TaskToolFunction, audited_task_tool
-from agent.tools.errors import ErrorCode, ToolFailure
 from agent.tools.runtime import ToolRuntimeT
 from agent.tools.task_lookup import resolve_task
 from storage import Database

@@ -20,7 +20,7 @@ from langgraph.types import Command
 from agent.context import Context
 from agent.deps import ModelSetting, resolve_chat_model
 from agent.models import invalid_tool_call_messages
-from agent.nodes.tools import build_tools_node
+from agent.ordered_tools import build_tools_node
 from agent.workers.worker import Worker, WorkerState
 from prompts import load_all_prompts, load_prompt
 

@@ -3,12 +3,14 @@
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
+from storage.repositories.turns import TurnRepository
 
 __all__ = [
     "CallOrigin",
     "NewTurnTodo",
     "TaskRepository",
     "ToolAuditRepository",
+    "TurnRepository",
     "TurnScope",
     "TurnTodoRepository",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.tools.errors import ErrorCode, ToolFailure
+from agent.errors import ErrorCode, ToolFailure
 from agent.tools.task_lookup import TaskId, TitleQuery, match_title, parse_task_identifier
 from storage.models import Task
 

@@ -1,4 +1,4 @@
-"""The structured error every tool returns (seed 003's envelope).
+"""The structured error every tool returns (seed 003's envelope): the one home for error codes.
 
 A tool raises ``ToolFailure`` for anything the model or user can act on; the tools node turns it
 into a ``ToolMessage`` with ``status="error"`` whose content is the JSON envelope. Anything else is
@@ -21,6 +21,9 @@ class ErrorCode(StrEnum):
     INVALID_ID = "INVALID_ID"
     DATABASE_ERROR = "DATABASE_ERROR"
     WORKER_ERROR = "WORKER_ERROR"
+    NOT_RUN = "NOT_RUN"
+    """The call was not carried out (its run was interrupted, or it came from a fork); nothing
+    changed."""
 
 
 class ToolFailure(Exception):
@@ -40,6 +43,17 @@ class ToolFailure(Exception):
             "suggestion": self.suggestion,
             **self.extra,
         }
+
+
+def database_failure(error: BaseException, what: str = "plan") -> ToolFailure:
+    """A database error as the ``DATABASE_ERROR`` the model and user see: the driver's own
+    reason (locked, disk full, read-only) and the fact that nothing changed."""
+    reason = str(getattr(error, "orig", None) or error).strip() or type(error).__name__
+    return ToolFailure(
+        ErrorCode.DATABASE_ERROR,
+        f"The {what} could not be saved or read: {reason}. Nothing was changed.",
+        "Try the same call once more; if it fails again, tell the user the plan store is down.",
+    )
 
 
 def _describe_error_details(details: Sequence[Mapping[str, Any]]) -> str:

@@ -1,0 +1,82 @@
+"""A tools node: LangGraph's ``ToolNode`` with our error envelope and in-order execution.
+
+Shared by the supervisor (``agent.nodes.tools`` adds its turn check) and the workers.
+
+``ToolNode`` runs the calls of one AI message concurrently. A supervisor that completes row k and
+starts work on row k+1 in the same message needs them applied in the order the model wrote them,
+so each call waits for the one before it. The wait is keyed by the AI message, so separate threads
+served by one process still run side by side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+
+from agent.errors import tool_error_content
+
+ToolResult = ToolMessage | Command[Any]
+Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
+BeforeCall = Callable[[ToolCallRequest], Awaitable[None]]
+"""Runs before each call, in call order; a ``ToolFailure`` it raises answers the call instead."""
+
+_locks_by_message: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+def _message_key(request: ToolCallRequest) -> str:
+    """The id of the AI message that issued this call (or the call id when it cannot be found)."""
+    call_id = request.tool_call.get("id") or ""
+    state = request.state
+    if isinstance(state, dict):
+        messages = state.get("messages", [])
+    else:
+        messages = getattr(state, "messages", [])
+    for message in reversed(messages):
+        if not isinstance(message, AIMessage):
+            continue
+        if any(call.get("id") == call_id for call in message.tool_calls):
+            return f"{message.id or id(message)}"
+    return call_id
+
+
+async def run_in_call_order(
+    request: ToolCallRequest, execute: Execute, before_call: BeforeCall | None = None
+) -> ToolResult:
+    """Run one tool call after the earlier calls of the same AI message have finished.
+
+    ``ToolNode`` starts its calls in message order and ``asyncio.Lock`` wakes waiters first in,
+    first out, so the calls complete in the order the model wrote them.
+    """
+    key = _message_key(request)
+    lock = _locks_by_message.get(key)
+    if lock is None:
+        lock = asyncio.Lock()
+        _locks_by_message[key] = lock
+    async with lock:
+        if before_call is not None:
+            await before_call(request)
+        return await execute(request)
+
+
+def build_tools_node(
+    tools: Sequence[BaseTool], *, name: str = "tools", before_call: BeforeCall | None = None
+) -> ToolNode:
+    """A tools node whose recoverable errors reach the model as error ``ToolMessage``s."""
+
+    async def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
+        return await run_in_call_order(request, execute, before_call)
+
+    return ToolNode(
+        list(tools),
+        name=name,
+        handle_tool_errors=tool_error_content,
+        awrap_tool_call=wrap,
+    )

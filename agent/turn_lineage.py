@@ -1,0 +1,196 @@
+"""Which run of a turn this is: the turn's own continuation, a resumed run, or a fork.
+
+The plan rows live in the database, outside LangGraph's checkpoints. A run started from an older
+checkpoint of a turn (Studio's fork or replay, ``update_state`` on a past checkpoint) would
+otherwise see rows the original run closed after that checkpoint, and answer "All done" having
+done nothing. So every node of a turn counts its step in the state (``turnStep``) and moves the
+``turns`` row's step forward with a conditional UPDATE:
+
+- the row is at the state's step: the turn goes on;
+- the row is one step ahead, moved there by this same LangGraph task: the node runs again after a
+  crash or a cancel, and the turn goes on;
+- the row is further on: this run starts from an older checkpoint. It becomes a turn of its own
+  (``<turnId>/fork-<hex>``) whose rows are copies of the plan as the checkpoint saw it
+  (``todos`` in the state), so the fork really re-runs the work and the original turn's record is
+  never touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from agent.errors import ErrorCode, ToolFailure, database_failure
+from agent.state import SupervisorState
+from storage import Database
+from storage.models import TODO_STATUSES, TurnTodo, utc_now_iso
+from storage.repositories import TurnRepository, TurnScope
+
+FORK_MARK = "/fork-"
+
+
+class TurnIdTaken(Exception):
+    """A new message names a turn id that another message's turn already used."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(
+            f"The turn id '{turn_id}' already names an earlier turn of this conversation; "
+            "send the new message with a new turnId (or none, to use the message id)."
+        )
+
+
+@dataclass(frozen=True)
+class TurnClaim:
+    """The turn a node works on, and the step the state moves to."""
+
+    scope: TurnScope
+    step: int
+    forked_from: str | None = None
+
+    def update(self) -> dict[str, Any]:
+        """State changes that go with the claim: the step, and a fork's new turn id."""
+        changes: dict[str, Any] = {"turnStep": self.step}
+        if self.forked_from is not None:
+            changes["turnId"] = self.scope.turn_id
+        return changes
+
+
+def task_id_of(config: RunnableConfig | None) -> str:
+    """The running LangGraph task's id: the same when a node runs again from the same
+    checkpoint, different for any other run of it."""
+    metadata: Mapping[str, Any] = (config or {}).get("metadata") or {}
+    namespace = str(metadata.get("langgraph_checkpoint_ns") or "")
+    return namespace.rpartition(":")[2] or str(uuid.uuid4())
+
+
+def fork_scope(scope: TurnScope) -> TurnScope:
+    """A fresh turn id for a fork of ``scope`` (forks of forks stay readable: one suffix)."""
+    base = scope.turn_id.split(FORK_MARK, 1)[0]
+    return TurnScope(scope.conversation_id, f"{base}{FORK_MARK}{uuid.uuid4().hex[:8]}")
+
+
+async def begin_turn(
+    database: Database, scope: TurnScope, *, message_id: str, task_id: str
+) -> TurnClaim:
+    """Claim step 1 of a turn for the ``plan`` node.
+
+    A turn id seen for the first time starts the turn. The same task again is a resumed run. The
+    same message again (a replay of the whole turn) is a fork with an empty plan. Another message
+    naming a used turn id raises ``TurnIdTaken``: a finished turn is never reopened.
+    """
+    try:
+        async with database.session() as session:
+            turns = TurnRepository(session)
+            known = await turns.find(scope)
+            if known is None:
+                await turns.create(scope, message_id=message_id, step=1, task_id=task_id)
+                return TurnClaim(scope, 1)
+            if known.step == 1 and known.taskId == task_id:
+                return TurnClaim(scope, 1)
+            if message_id and known.messageId != message_id:
+                raise TurnIdTaken(scope.turn_id)
+            fork = fork_scope(scope)
+            await turns.create(
+                fork, message_id=message_id, step=1, task_id=task_id, forked_from=scope.turn_id
+            )
+            return TurnClaim(fork, 1, forked_from=scope.turn_id)
+    except IntegrityError:
+        # Two first runs of one turn id raced; the loser re-reads what the winner wrote.
+        return await begin_turn(database, scope, message_id=message_id, task_id=task_id)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "turn") from error
+
+
+async def continue_turn(
+    database: Database,
+    scope: TurnScope,
+    *,
+    step: int,
+    task_id: str,
+    message_id: str,
+    todos: Sequence[Mapping[str, Any]],
+) -> TurnClaim:
+    """Claim the next step of a running turn for ``execute`` or ``drain``; a run from an older
+    checkpoint gets a fork whose rows are copied from ``todos`` (the state's plan snapshot)."""
+    try:
+        async with database.session() as session:
+            turns = TurnRepository(session)
+            if await turns.advance(scope, from_step=step, task_id=task_id):
+                return TurnClaim(scope, step + 1)
+            if await turns.find(scope) is None:
+                # A turn that began before turns were recorded: adopt it as it is.
+                await turns.create(scope, message_id=message_id, step=step + 1, task_id=task_id)
+                return TurnClaim(scope, step + 1)
+            fork = fork_scope(scope)
+            await turns.create(
+                fork,
+                message_id=message_id,
+                step=step + 1,
+                task_id=task_id,
+                forked_from=scope.turn_id,
+            )
+            session.add_all(copied_rows(fork, todos))
+            await session.flush()
+            return TurnClaim(fork, step + 1, forked_from=scope.turn_id)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "turn") from error
+
+
+async def claim_next_step(database: Database, state: SupervisorState) -> TurnClaim:
+    """``continue_turn`` for the node that is running now, from its state."""
+    return await continue_turn(
+        database,
+        TurnScope(state.conversationId, state.turnId),
+        step=state.turnStep,
+        task_id=task_id_of(get_config()),
+        message_id=state.turnMessageId,
+        todos=state.todos,
+    )
+
+
+async def check_current(database: Database, scope: TurnScope, step: int) -> None:
+    """Refuse a tool call made from an older checkpoint than the turn has reached, so a fork
+    never changes the original turn's rows (the fork's ``drain`` then copies the plan)."""
+    try:
+        async with database.session() as session:
+            current = await TurnRepository(session).step_of(scope)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "turn") from error
+    if current is not None and current > step:
+        raise ToolFailure(
+            ErrorCode.NOT_RUN,
+            "Not run: this run started from an earlier point of the turn (a fork or replay), "
+            "so it continues as a new turn with a copy of the plan as it stood then.",
+            "Call the tool again with the ids shown in the plan view.",
+        )
+
+
+def copied_rows(scope: TurnScope, todos: Sequence[Mapping[str, Any]]) -> list[TurnTodo]:
+    """New rows for ``scope`` with the snapshot's titles, statuses and outcomes, new ids."""
+    rows = []
+    for index, todo in enumerate(todos):
+        status = str(todo.get("status") or "pending")
+        rows.append(
+            TurnTodo(
+                id=str(uuid.uuid4()),
+                conversationId=scope.conversation_id,
+                turnId=scope.turn_id,
+                title=str(todo.get("title") or ""),
+                context=str(todo.get("context") or ""),
+                completionCriteria=str(todo.get("completionCriteria") or ""),
+                agentType=todo.get("agentType"),
+                status=status if status in TODO_STATUSES else "pending",
+                priority=int(todo.get("priority") or 0),
+                outcome=todo.get("outcome"),
+                createdAt=str(todo.get("createdAt") or utc_now_iso(offset_microseconds=index)),
+                startedAt=todo.get("startedAt"),
+                completedAt=todo.get("completedAt"),
+            )
+        )
+    return rows

@@ -1,0 +1,75 @@
+"""Data access for ``turns``: where each turn's graph has got to.
+
+The step moves with one conditional UPDATE, so two runs that start from the same checkpoint (a
+fork beside the original, or two forks) cannot both believe they continue the turn.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import Turn, utc_now_iso
+from storage.repositories.turn_todos import TurnScope
+
+
+class TurnRepository:
+    """Create turns and move their step forward."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def find(self, scope: TurnScope) -> Turn | None:
+        return await self._session.get(Turn, (scope.conversation_id, scope.turn_id))
+
+    async def create(
+        self,
+        scope: TurnScope,
+        *,
+        message_id: str,
+        step: int,
+        task_id: str,
+        forked_from: str | None = None,
+    ) -> Turn:
+        now = utc_now_iso()
+        turn = Turn(
+            conversationId=scope.conversation_id,
+            turnId=scope.turn_id,
+            messageId=message_id,
+            step=step,
+            taskId=task_id,
+            forkedFrom=forked_from,
+            createdAt=now,
+            updatedAt=now,
+        )
+        self._session.add(turn)
+        await self._session.flush()
+        return turn
+
+    async def advance(self, scope: TurnScope, *, from_step: int, task_id: str) -> bool:
+        """Move the turn from ``from_step`` to the next step for ``task_id``; also true when the
+        same task already did so (it is running again after a crash or a cancel). False when the
+        turn is elsewhere: the caller runs from an older checkpoint."""
+        statement = (
+            update(Turn)
+            .where(
+                Turn.conversationId == scope.conversation_id,
+                Turn.turnId == scope.turn_id,
+                or_(
+                    Turn.step == from_step,
+                    and_(Turn.step == from_step + 1, Turn.taskId == task_id),
+                ),
+            )
+            .values(step=from_step + 1, taskId=task_id, updatedAt=utc_now_iso())
+            .execution_options(synchronize_session=False)
+        )
+        result = await self._session.execute(statement)
+        return bool(getattr(result, "rowcount", 0))
+
+    async def step_of(self, scope: TurnScope) -> int | None:
+        """The turn's step, or None for a turn that never started."""
+        statement = select(Turn.step).where(
+            Turn.conversationId == scope.conversation_id, Turn.turnId == scope.turn_id
+        )
+        value = await self._session.scalar(statement)
+        return None if value is None else int(value)
