@@ -26,6 +26,25 @@ class ErrorCode(StrEnum):
     changed."""
 
 
+OPERATOR_FAULTS = frozenset({ErrorCode.DATABASE_ERROR, ErrorCode.WORKER_ERROR})
+"""Failures that are not the model's doing: an operator should hear of them."""
+
+
+def error_code_of(content: object) -> ErrorCode | None:
+    """The code of an error envelope (a tool message's content), or None for anything else."""
+    if not isinstance(content, str) or not content.startswith("{"):
+        return None
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        return None
+    code = payload.get("error") if isinstance(payload, dict) else None
+    try:
+        return ErrorCode(code) if isinstance(code, str) else None
+    except ValueError:
+        return None
+
+
 class ToolFailure(Exception):
     """An error the model can recover from: a code, what went wrong, and what to do next."""
 

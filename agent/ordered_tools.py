@@ -25,8 +25,8 @@ from agent.errors import tool_error_content
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
-BeforeCall = Callable[[ToolCallRequest], Awaitable[None]]
-"""Runs before each call, in call order; a ``ToolFailure`` it raises answers the call instead."""
+Wrapper = Callable[[ToolCallRequest, Execute], Awaitable[ToolResult]]
+"""Runs each call, in call order (a ``ToolFailure`` it raises answers the call instead)."""
 
 _locks_by_message: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -48,7 +48,7 @@ def _message_key(request: ToolCallRequest) -> str:
 
 
 async def run_in_call_order(
-    request: ToolCallRequest, execute: Execute, before_call: BeforeCall | None = None
+    request: ToolCallRequest, execute: Execute, inner: Wrapper | None = None
 ) -> ToolResult:
     """Run one tool call after the earlier calls of the same AI message have finished.
 
@@ -61,18 +61,19 @@ async def run_in_call_order(
         lock = asyncio.Lock()
         _locks_by_message[key] = lock
     async with lock:
-        if before_call is not None:
-            await before_call(request)
+        if inner is not None:
+            return await inner(request, execute)
         return await execute(request)
 
 
 def build_tools_node(
-    tools: Sequence[BaseTool], *, name: str = "tools", before_call: BeforeCall | None = None
+    tools: Sequence[BaseTool], *, name: str = "tools", inner: Wrapper | None = None
 ) -> ToolNode:
-    """A tools node whose recoverable errors reach the model as error ``ToolMessage``s."""
+    """A tools node whose recoverable errors reach the model as error ``ToolMessage``s;
+    ``inner`` wraps each call inside the ordering."""
 
     async def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
-        return await run_in_call_order(request, execute, before_call)
+        return await run_in_call_order(request, execute, inner)
 
     return ToolNode(
         list(tools),

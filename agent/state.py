@@ -74,6 +74,11 @@ class SupervisorState(InputState):
     """How the turn ended: answered; budget_exhausted or stalled (an honest partial answer
     listing what was and was not done); failed (model or database error)."""
 
+    toolErrors: int = 0
+    """Tool calls of this turn that failed through no fault of the model (``DATABASE_ERROR``,
+    ``WORKER_ERROR``). A turn may still answer after one; a non-zero count says to check the
+    server log before trusting that answer."""
+
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
     UI can refresh."""
@@ -93,6 +98,8 @@ class OutputState:
     """answered, budget_exhausted, stalled or failed."""
     todos: list[TodoSnapshot] = field(default_factory=list)
     """The turn's plan rows as the turn left them (empty when it made no plan)."""
+    toolErrors: int = 0
+    """Tool calls that failed through no fault of the model (database, worker)."""
     llmCalls: int = 0
     """LLM calls the turn made."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)

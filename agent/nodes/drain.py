@@ -14,14 +14,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
-from agent.errors import ToolFailure
+from agent.errors import OPERATOR_FAULTS, ToolFailure, error_code_of
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
 from agent.state import SupervisorState
@@ -59,6 +60,17 @@ def reminder(rows: list[TurnTodo]) -> HumanMessage:
     )
 
 
+def operator_faults(messages: Sequence[AnyMessage], turn_message_id: str) -> int:
+    """Tool results of this turn (after its human message) that are operator faults."""
+    count = 0
+    for message in reversed(messages):
+        if turn_message_id and message.id == turn_message_id:
+            break
+        if isinstance(message, ToolMessage) and error_code_of(message.content) in OPERATOR_FAULTS:
+            count += 1
+    return count
+
+
 def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
     async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
@@ -69,7 +81,12 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
-        return {**claim.update(), "todos": [row.to_dict() for row in rows], **result}
+        return {
+            **claim.update(),
+            "todos": [row.to_dict() for row in rows],
+            "toolErrors": operator_faults(state.messages, state.turnMessageId),
+            **result,
+        }
 
     return drain
 

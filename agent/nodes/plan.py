@@ -59,6 +59,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "turnStatus": "running",
             "turnStep": 0,
             "todos": [],
+            "toolErrors": 0,
             "modifiedTasks": [],
         }
         try:
