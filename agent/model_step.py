@@ -21,7 +21,8 @@ from agent.context import Context
 from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.models import invalid_tool_call_messages
-from agent.prompt_builder import model_messages
+from agent.prompt_builder import model_messages, orphaned_tool_calls
+from agent.tool_ledger import recorded_results
 from agent.turn_outcome import turn_failed_message
 from agent.turn_plan import TurnPlan
 from storage.models import TurnTodo
@@ -73,6 +74,12 @@ async def model_step(
     await deps.prepare()
     try:
         rows, _ = await TurnPlan(deps.database, view.scope).rows()
+        orphans = orphaned_tool_calls(history)
+        recorded = (
+            await recorded_results(deps.database, view.scope.conversation_id, orphans)
+            if orphans
+            else {}
+        )
     except ToolFailure as failure:
         return end_turn_with_failure(failure.message, None, update)
 
@@ -83,6 +90,7 @@ async def model_step(
         rows=rows,
         turn_request=view.turn_request,
         turn_message_id=view.turn_message_id,
+        recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
     )
     try:
         model = await deps.model_with_tools(context, required_tool=required_tool)

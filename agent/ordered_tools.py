@@ -15,13 +15,14 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from agent.errors import tool_error_content
+from agent.turn_identity import issuing_message
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
@@ -34,17 +35,17 @@ _locks_by_message: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.Weak
 def _message_key(request: ToolCallRequest) -> str:
     """The id of the AI message that issued this call (or the call id when it cannot be found)."""
     call_id = request.tool_call.get("id") or ""
+    message = issuing_message(request_messages(request), call_id)
+    return call_id if message is None else f"{message.id or id(message)}"
+
+
+def request_messages(request: ToolCallRequest) -> list[AnyMessage]:
+    """The messages of the graph state a tool call runs in."""
     state = request.state
-    if isinstance(state, dict):
-        messages = state.get("messages", [])
-    else:
-        messages = getattr(state, "messages", [])
-    for message in reversed(messages):
-        if not isinstance(message, AIMessage):
-            continue
-        if any(call.get("id") == call_id for call in message.tool_calls):
-            return f"{message.id or id(message)}"
-    return call_id
+    messages = (
+        state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
+    )
+    return list(messages)
 
 
 async def run_in_call_order(

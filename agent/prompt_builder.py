@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 
 from agent.errors import ErrorCode
+from agent.turn_identity import call_record_id
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
@@ -100,14 +101,32 @@ ORPHAN_RESULT = json.dumps(
 )
 
 
-def answer_orphaned_tool_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """The history with an error result after every tool call that never got one.
+def orphaned_tool_calls(messages: Sequence[AnyMessage]) -> dict[str, str]:
+    """Tool calls in the history that no tool message answers: call id by record id
+    (``agent.turn_identity.call_record_id``)."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    return {
+        call_record_id(message.id, call_id): call_id
+        for message in messages
+        if isinstance(message, AIMessage)
+        for call in [*message.tool_calls, *message.invalid_tool_calls]
+        if (call_id := call.get("id")) and call_id not in answered
+    }
+
+
+def answer_orphaned_tool_calls(
+    messages: Sequence[AnyMessage], recorded: Mapping[str, str] | None = None
+) -> list[AnyMessage]:
+    """The history with a result after every tool call that never got one.
 
     A run that stops inside the tools node (a cancelled run, an interrupt never resumed, a tool
     bug) leaves an AI tool call without results in the thread; OpenAI-compatible servers reject
-    every later request that contains it, which would break the conversation for good.
+    every later request that contains it, which would break the conversation for good. A call
+    whose result was recorded with its effect (``recorded``: content by call id) gets that
+    result; any other gets a ``NOT_RUN`` error, since it changed nothing.
     """
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    recorded = recorded or {}
     patched: list[AnyMessage] = []
     for message in messages:
         patched.append(message)
@@ -115,11 +134,17 @@ def answer_orphaned_tool_calls(messages: Sequence[AnyMessage]) -> list[AnyMessag
             for call in [*message.tool_calls, *message.invalid_tool_calls]:
                 call_id = call.get("id")
                 if call_id and call_id not in answered:
+                    name = call.get("name") or "unknown"
+                    if call_id in recorded:
+                        patched.append(
+                            ToolMessage(content=recorded[call_id], tool_call_id=call_id, name=name)
+                        )
+                        continue
                     patched.append(
                         ToolMessage(
                             content=ORPHAN_RESULT,
                             tool_call_id=call_id,
-                            name=call.get("name") or "unknown",
+                            name=name,
                             status="error",
                         )
                     )
@@ -154,9 +179,10 @@ def model_messages(
     rows: Sequence[TurnTodo],
     turn_request: str,
     turn_message_id: str | None,
+    recorded: Mapping[str, str] | None = None,
 ) -> list[BaseMessage]:
-    """The full prompt of one LLM call."""
-    window = history_window(answer_orphaned_tool_calls(history), history_limit)
+    """The full prompt of one LLM call (``recorded``: results of orphaned calls that ran)."""
+    window = history_window(answer_orphaned_tool_calls(history, recorded), history_limit)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 REMINDER_NAME = "turnplan"
@@ -67,3 +67,19 @@ def conversation_id_of(
     if thread_id:
         return str(thread_id)
     return previous or str(uuid.uuid4())
+
+
+def issuing_message(messages: Sequence[AnyMessage], tool_call_id: str) -> AIMessage | None:
+    """The newest AI message that made the tool call ``tool_call_id``."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and any(
+            call.get("id") == tool_call_id for call in message.tool_calls
+        ):
+            return message
+    return None
+
+
+def call_record_id(message_id: str | None, tool_call_id: str) -> str:
+    """The id a tool call's result is recorded under: the issuing AI message's id with the call
+    id, because some OpenAI-compatible servers number tool calls afresh in every response."""
+    return f"{message_id}/{tool_call_id}" if message_id else tool_call_id

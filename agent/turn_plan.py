@@ -9,7 +9,7 @@ closed row cannot be closed again; a row of another turn is not found.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -17,9 +17,10 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import ErrorCode, ToolFailure, database_failure
+from agent.tool_ledger import record_result
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
-from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository
+from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRepository
 
 CloseStatus = Literal["completed", "cancelled"]
 
@@ -86,6 +87,15 @@ class PlanChange:
     closed: TurnTodo | None = None
     current: TurnTodo | None = None
     counts: PlanCounts = field(default_factory=PlanCounts)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """How a tool call records its result with the change (see ``agent.tool_ledger``):
+    ``render`` turns the change into the tool's result, inside the change's transaction."""
+
+    key: ToolCallKey
+    render: Callable[[PlanChange], str]
 
 
 def count_rows(rows: Sequence[TurnTodo]) -> PlanCounts:
@@ -173,7 +183,12 @@ class TurnPlan:
         self._database = database
         self.scope = scope
 
-    async def add_items(self, items: Sequence[TodoItemInput], limits: PlanLimits) -> PlanChange:
+    async def add_items(
+        self,
+        items: Sequence[TodoItemInput],
+        limits: PlanLimits,
+        receipt: Receipt | None = None,
+    ) -> PlanChange:
         """Create the items as pending rows and start the first one if none is in progress."""
         cleaned = validate_items(items, limits)
         try:
@@ -201,9 +216,14 @@ class TurnPlan:
                     )
                 planned = await repository.create_batch(self.scope, new_rows)
                 started, current, counts = await self._start_next(repository)
+                change = PlanChange(
+                    planned=planned, started=started, current=current, counts=counts
+                )
+                if receipt is not None:
+                    await record_result(session, receipt.key, receipt.render(change))
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
-        return PlanChange(planned=planned, started=started, current=current, counts=counts)
+        return change
 
     async def start_next(self) -> PlanChange:
         """Make sure the next row by priority is in progress (at most one ever is)."""
@@ -215,7 +235,9 @@ class TurnPlan:
             raise database_failure(error) from error
         return PlanChange(started=started, current=current, counts=counts)
 
-    async def close(self, todo_id: str, outcome: str, status: CloseStatus) -> PlanChange:
+    async def close(
+        self, todo_id: str, outcome: str, status: CloseStatus, receipt: Receipt | None = None
+    ) -> PlanChange:
         """Record a row's outcome as completed or cancelled, then start the next row."""
         todo_id = _check_todo_id(todo_id)
         outcome = outcome.strip()
@@ -245,9 +267,12 @@ class TurnPlan:
                         "Move on to the next item; a closed item cannot be closed again.",
                     )
                 started, current, counts = await self._start_next(repository)
+                change = PlanChange(closed=row, started=started, current=current, counts=counts)
+                if receipt is not None:
+                    await record_result(session, receipt.key, receipt.render(change))
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
-        return PlanChange(closed=row, started=started, current=current, counts=counts)
+        return change
 
     async def find(self, todo_id: str) -> TurnTodo:
         """One row of this turn by id (INVALID_ID for a malformed id, NOT_FOUND for a row that

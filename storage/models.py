@@ -7,6 +7,10 @@ same rows. Timestamps are ISO-8601 UTC strings, as the seed stores them.
 ``turns`` holds one row per turn that has started: how far its graph has run, so a run from an
 older checkpoint (a Studio fork or replay) is told apart from the turn's own continuation.
 
+``tool_results`` records the result of every tool call that changed something, in the same
+transaction as the change, so a call replayed after a crash returns its result instead of acting
+twice.
+
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
 """
@@ -107,6 +111,26 @@ class Turn(Base):
     forkedFrom: Mapped[str | None] = mapped_column(Text, nullable=True)
     createdAt: Mapped[str] = mapped_column(Text, nullable=False)
     updatedAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class ToolResult(Base):
+    """The result of one state-changing tool call, keyed by its tool call id.
+
+    Written in the transaction that made the change: if the row exists, the change happened and
+    this is what the model was (or would have been) told. ``stateUpdate`` holds the graph state
+    the call added besides its message (``modifiedTasks``), as JSON.
+    """
+
+    __tablename__ = "tool_results"
+    __table_args__ = (Index("idx_tool_results_turn", "conversationId", "turnId"),)
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    toolCallId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, nullable=False)
+    toolName: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    stateUpdate: Mapped[str | None] = mapped_column(Text, nullable=True)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 class Task(Base):

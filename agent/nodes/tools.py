@@ -3,6 +3,8 @@
 - A run started from an older checkpoint of the turn (a fork or replay) must not change the
   original turn's rows: its tool calls are answered ``NOT_RUN`` and the next ``drain`` moves the
   run to a turn of its own (see ``agent.turn_lineage``).
+- A call whose result is recorded (``agent.tool_ledger``) already happened, in a run that was
+  interrupted after it: the record is returned and nothing runs twice.
 - Failures that are not the model's doing (``DATABASE_ERROR``, ``WORKER_ERROR``, a tool's bug)
   are logged at warning level with the conversation and turn, so an operator sees them even
   when the model carries on and answers.
@@ -21,7 +23,9 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from agent.errors import OPERATOR_FAULTS, error_code_of
-from agent.ordered_tools import Execute, ToolResult, build_tools_node
+from agent.ordered_tools import Execute, ToolResult, build_tools_node, request_messages
+from agent.tool_ledger import CallAlreadyRecorded, recorded_results
+from agent.turn_identity import call_record_id, issuing_message
 from agent.turn_lineage import check_current
 from storage import Database
 from storage.repositories import TurnScope
@@ -43,12 +47,21 @@ def build_supervisor_tools_node(tools: Sequence[BaseTool], database: Database) -
     async def supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
         scope, step = _scope(request)
         name = request.tool_call.get("name", "?")
+        call_id = request.tool_call.get("id") or ""
+        issuer = issuing_message(request_messages(request), call_id)
+        record_id = call_record_id(issuer.id if issuer else None, call_id)
         if scope.conversation_id and scope.turn_id:
             await check_current(database, scope, step)
+            recorded = await recorded_results(database, scope.conversation_id, [record_id])
+            if record_id in recorded:
+                return recorded[record_id].as_tool_result(call_id)
         try:
             result = await execute(request)
         except (GraphBubbleUp, asyncio.CancelledError):
             raise
+        except CallAlreadyRecorded:
+            recorded = await recorded_results(database, scope.conversation_id, [record_id])
+            return recorded[record_id].as_tool_result(call_id)
         except Exception:
             logger.warning(
                 "tool %s raised (conversation %s, turn %s)",

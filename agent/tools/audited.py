@@ -21,18 +21,21 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from langchain_core.messages import ToolCall
+from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolRuntime
+from langgraph.types import Command
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import ErrorCode, ToolFailure, describe_validation_error
-from agent.tools.runtime import ToolRuntimeT, run_context, state_value
+from agent.tool_ledger import CallAlreadyRecorded, record_result
+from agent.tools.runtime import ToolRuntimeT, record_key, run_context, state_value
 from storage import Database
-from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository
+from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository, ToolCallKey
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +44,9 @@ REPOSITORY_ARGUMENT = "tasks"
 
 INJECTED_ARGUMENTS = frozenset({"runtime", REPOSITORY_ARGUMENT})
 """Arguments the model never supplies; anything it sends under these names is replaced."""
+
+READ_ONLY_TOOLS = frozenset({"list_tasks"})
+"""Task tools that change nothing, so running them again needs no record."""
 
 UNEXPECTED_ERROR = "UNEXPECTED_ERROR"
 """Audit code for a bug (an exception that is not a ``ToolFailure``); the bug still raises."""
@@ -122,8 +128,10 @@ class AuditedTaskTool(StructuredTool):
                 await ToolAuditRepository(session).record(
                     origin, self.name, arguments, status="success"
                 )
+                if self.name not in READ_ONLY_TOOLS:
+                    await _record(session, record_key(runtime, self.name), result)
             return result
-        except GraphBubbleUp:
+        except (GraphBubbleUp, CallAlreadyRecorded):
             raise
         except ToolFailure as failure:
             await self._record_failure(origin, arguments, failure.code.value)
@@ -152,6 +160,18 @@ class AuditedTaskTool(StructuredTool):
                 )
         except (SQLAlchemyError, OSError):
             logger.exception("could not audit a failed %s call", self.name)
+
+
+async def _record(session: AsyncSession, key: ToolCallKey, result: Any) -> None:
+    """Record a changing call's result with its change (``agent.tool_ledger``)."""
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        messages = update.get("messages") or []
+        content = str(messages[0].content) if messages else ""
+        await record_result(session, key, content, update.get("modifiedTasks"))
+    else:
+        content = str(result.content) if isinstance(result, ToolMessage) else str(result)
+        await record_result(session, key, content)
 
 
 TaskToolFunction = Callable[..., Awaitable[Any]]

@@ -13,7 +13,8 @@ from langgraph.prebuilt import ToolRuntime
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
-from storage.repositories import TurnScope
+from agent.turn_identity import call_record_id, issuing_message
+from storage.repositories import ToolCallKey, TurnScope
 
 ToolRuntimeT = ToolRuntime[Context, Any]
 
@@ -43,3 +44,28 @@ def turn_scope(runtime: ToolRuntimeT) -> TurnScope:
             "Answer the user without the turn plan tools.",
         )
     return TurnScope(conversation_id=conversation_id, turn_id=turn_id)
+
+
+def call_key(runtime: ToolRuntimeT, tool_name: str) -> ToolCallKey:
+    """This call, as its result is recorded for exactly-once replay (``agent.tool_ledger``)."""
+    return record_key(runtime, tool_name, turn_scope(runtime))
+
+
+def record_key(
+    runtime: ToolRuntimeT, tool_name: str, scope: TurnScope | None = None
+) -> ToolCallKey:
+    """``call_key`` for tools that also run outside a turn (workers, scripts): with no turn
+    scope in the state, the ids are taken as they are (empty ones record nothing)."""
+    if scope is None:
+        scope = TurnScope(
+            state_value(runtime, "conversationId", "") or "",
+            state_value(runtime, "turnId", "") or "",
+        )
+    call_id = runtime.tool_call_id or ""
+    message = issuing_message(state_value(runtime, "messages", []) or [], call_id)
+    return ToolCallKey(
+        conversation_id=scope.conversation_id,
+        turn_id=scope.turn_id,
+        tool_call_id=call_record_id(message.id if message else None, call_id) if call_id else "",
+        tool_name=tool_name,
+    )

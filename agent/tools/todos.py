@@ -13,8 +13,8 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, tool
 
 from agent.progress import emit_todo_events
-from agent.tools.runtime import ToolRuntimeT, run_context, turn_scope
-from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from agent.tools.runtime import ToolRuntimeT, call_key, run_context, turn_scope
+from agent.turn_plan import PlanChange, PlanLimits, Receipt, TodoItemInput, TurnPlan
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
 
@@ -40,6 +40,37 @@ def _dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False)
 
 
+def _created(change: PlanChange) -> str:
+    """``create_todo``'s result."""
+    return _dumps(
+        {
+            "created": [
+                {"id": row.id, "title": row.title, "order": row.priority + 1}
+                for row in change.planned
+            ],
+            "totalPending": change.counts.remaining,
+            "current": _step(change.current),
+        }
+    )
+
+
+def _closed(change: PlanChange) -> str:
+    """``complete_todo``'s result."""
+    closed = change.closed
+    assert closed is not None  # close() always returns the row it closed
+    return _dumps(
+        {
+            "id": closed.id,
+            "title": closed.title,
+            "status": closed.status,
+            "outcome": closed.outcome,
+            "completedAt": closed.completedAt,
+            "remaining": change.counts.remaining,
+            "next": _step(change.current),
+        }
+    )
+
+
 def _limits(runtime: ToolRuntimeT) -> PlanLimits:
     context = run_context(runtime)
     return PlanLimits(
@@ -62,20 +93,12 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         message as this call. A batch with any invalid item creates nothing.
         """
         plan = TurnPlan(database, turn_scope(runtime))
-        change = await plan.add_items(items, _limits(runtime))
+        receipt = Receipt(call_key(runtime, "create_todo"), _created)
+        change = await plan.add_items(items, _limits(runtime), receipt)
         emit_todo_events(runtime.stream_writer, "planned", change.planned)
         if change.started is not None:
             emit_todo_events(runtime.stream_writer, "started", [change.started])
-        return _dumps(
-            {
-                "created": [
-                    {"id": row.id, "title": row.title, "order": row.priority + 1}
-                    for row in change.planned
-                ],
-                "totalPending": change.counts.remaining,
-                "current": _step(change.current),
-            }
-        )
+        return _created(change)
 
     @tool
     async def list_todo(runtime: ToolRuntimeT, status: ListFilter | None = None) -> str:
@@ -107,23 +130,13 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         it right away, in the same message if you can. Closed items cannot be closed again.
         """
         plan = TurnPlan(database, turn_scope(runtime))
-        change = await plan.close(todoId, outcome, status)
-        closed = change.closed
-        assert closed is not None  # close() always returns the row it closed
-        emit_todo_events(runtime.stream_writer, status, [closed])
+        receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
+        change = await plan.close(todoId, outcome, status, receipt)
+        assert change.closed is not None  # close() always returns the row it closed
+        emit_todo_events(runtime.stream_writer, status, [change.closed])
         if change.started is not None:
             emit_todo_events(runtime.stream_writer, "started", [change.started])
-        return _dumps(
-            {
-                "id": closed.id,
-                "title": closed.title,
-                "status": closed.status,
-                "outcome": closed.outcome,
-                "completedAt": closed.completedAt,
-                "remaining": change.counts.remaining,
-                "next": _step(change.current),
-            }
-        )
+        return _closed(change)
 
     return [create_todo, list_todo, complete_todo]
 

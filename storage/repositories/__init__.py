@@ -2,6 +2,7 @@
 
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
+from storage.repositories.tool_results import ToolCallKey, ToolResultRepository
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
 from storage.repositories.turns import TurnRepository
 
@@ -10,6 +11,8 @@ __all__ = [
     "NewTurnTodo",
     "TaskRepository",
     "ToolAuditRepository",
+    "ToolCallKey",
+    "ToolResultRepository",
     "TurnRepository",
     "TurnScope",
     "TurnTodoRepository",

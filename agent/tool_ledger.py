@@ -1,0 +1,88 @@
+"""Exactly-once tool calls: a state-changing call records its result with its effect.
+
+LangGraph resumes an interrupted run by running the whole interrupted node again (a process
+killed in the tools step, a cancelled run). Tool calls that had already committed would act
+twice. So every built-in tool that changes something writes its result to ``tool_results`` in the
+same transaction as the change, and the tools node looks a call up before running it:
+
+- recorded: the change happened; the recorded result is returned and nothing runs again;
+- not recorded: the change did not happen (it rolled back with its record), so running it is
+  safe. Two runs racing on one call both try to record it; the primary key lets one commit and
+  rolls the other's change back (``CallAlreadyRecorded``), and that one returns the record.
+
+A call left without a result in the thread (an orphan) is answered from the record too, so the
+model is told what happened, not ``NOT_RUN``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.types import Command
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.errors import database_failure
+from storage import Database
+from storage.repositories import ToolCallKey, ToolResultRepository
+
+
+class CallAlreadyRecorded(Exception):
+    """Another run of the same tool call recorded its result first; this run's change was
+    rolled back with its record."""
+
+
+@dataclass(frozen=True)
+class RecordedResult:
+    """What a recorded call returned: its message content and its extra state update."""
+
+    tool_name: str
+    content: str
+    modified_tasks: list[dict[str, Any]] | None = None
+
+    def as_tool_result(self, tool_call_id: str) -> ToolMessage | Command[Any]:
+        """The result as the tools node returns it, exactly as the first run did."""
+        message = ToolMessage(content=self.content, tool_call_id=tool_call_id, name=self.tool_name)
+        if self.modified_tasks:
+            return Command(update={"messages": [message], "modifiedTasks": self.modified_tasks})
+        return message
+
+
+async def record_result(
+    session: AsyncSession,
+    key: ToolCallKey,
+    content: str,
+    modified_tasks: list[dict[str, Any]] | None = None,
+) -> None:
+    """Record a call's result inside the caller's transaction (the one making the change)."""
+    if not key.tool_call_id:
+        return  # called outside a tool call (tests, scripts): nothing can replay it
+    state_update = json.dumps({"modifiedTasks": modified_tasks}) if modified_tasks else None
+    try:
+        await ToolResultRepository(session).record(key, content, state_update)
+    except IntegrityError as error:
+        raise CallAlreadyRecorded(key.tool_call_id) from error
+
+
+async def recorded_results(
+    database: Database, conversation_id: str, tool_call_ids: Iterable[str]
+) -> dict[str, RecordedResult]:
+    """The recorded results of these calls in this conversation, by tool call id."""
+    try:
+        async with database.session() as session:
+            found = await ToolResultRepository(session).find(conversation_id, tool_call_ids)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "tool call record") from error
+    return {row.toolCallId: _recorded(row.toolName, row.content, row.stateUpdate) for row in found}
+
+
+def _recorded(tool_name: str, content: str, state_update: str | None) -> RecordedResult:
+    modified = None
+    if state_update:
+        value = json.loads(state_update).get("modifiedTasks")
+        modified = value if isinstance(value, list) else None
+    return RecordedResult(tool_name=tool_name, content=content, modified_tasks=modified)

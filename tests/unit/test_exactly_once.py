@@ -1,0 +1,147 @@
+"""Exactly-once tool calls: a tools step that runs again (after a cancel, a crash, a resume)
+returns the recorded results of the calls that had committed and never acts twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from contextlib import closing, suppress
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.context import Context
+from agent.graph import build_graph
+from agent.prompt_builder import ORPHAN_RESULT
+from storage import Database
+from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
+
+TITLES = ["one", "two", "three"]
+
+
+def count(database: Database, sql: str) -> int:
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as connection:
+        return int(connection.execute(sql).fetchone()[0])
+
+
+class Gate:
+    """A tool that blocks on its first call (so the test can cancel the run there)."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.block = True
+        self.calls = 0
+
+    def tool(self) -> Any:
+        @tool
+        async def wait_here(note: str) -> str:
+            """Wait (stands in for a slow tool)."""
+            self.calls += 1
+            self.entered.set()
+            if self.block:
+                await asyncio.sleep(3600)
+            return json.dumps({"done": note})
+
+        return wait_here
+
+
+async def test_a_cancelled_tools_step_resumes_without_repeating_committed_calls(
+    database: Database,
+) -> None:
+    gate = Gate()
+    oracle = PlanOracle(TITLES, lambda title: tool_call("add_task", title=title))
+    first_calls = iter(
+        [
+            ai(
+                tool_call("create_todo", items=[{"title": t} for t in TITLES]),
+                tool_call("add_task", title="one"),
+                tool_call("wait_here", note="x"),
+            )
+        ]
+    )
+
+    def respond(messages: list[Any]) -> AIMessage:
+        return next(first_calls, None) or oracle(messages)
+
+    model = ScriptedChatModel(responder=respond)
+    graph = build_graph(model, tools=[gate.tool()], database=database, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "cancelled"}}
+    context = Context(user_id="alice")
+
+    run = asyncio.create_task(
+        graph.ainvoke({"messages": [HumanMessage(content="three things")]}, config, context=context)
+    )
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    run.cancel()
+    with suppress(asyncio.CancelledError):
+        await run
+    assert count(database, "SELECT count(*) FROM turn_todos") == 3
+    assert count(database, "SELECT count(*) FROM tasks") == 1
+
+    gate.block = False
+    oracle.acted.add("one")
+    result = await graph.ainvoke(None, config, context=context)
+
+    assert result["turnStatus"] == "answered"
+    assert count(database, "SELECT count(*) FROM turn_todos") == 3, "create_todo ran twice"
+    assert count(database, "SELECT count(*) FROM tasks WHERE title = 'one'") == 1
+    assert [todo["status"] for todo in result["todos"]] == ["completed"] * 3
+    # The replayed calls told the model what the first run did, with the same ids.
+    replayed = [m for m in result["messages"] if isinstance(m, ToolMessage)][:3]
+    assert [m.name for m in replayed] == ["create_todo", "add_task", "wait_here"]
+    assert all(m.status == "success" for m in replayed)
+    assert [a["action"] for a in result["modifiedTasks"]].count("created") == 3
+
+
+async def test_an_orphaned_call_that_committed_is_answered_with_its_result(
+    database: Database,
+) -> None:
+    gate = Gate()
+    calls = iter(
+        [
+            ai(tool_call("add_task", title="milk"), tool_call("wait_here", note="x")),
+        ]
+    )
+    model = ScriptedChatModel(
+        responder=lambda messages: next(calls, None) or AIMessage(content="Noted.")
+    )
+    graph = build_graph(model, tools=[gate.tool()], database=database, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "orphans"}}
+    run = asyncio.create_task(
+        graph.ainvoke({"messages": [HumanMessage(content="add milk")]}, config, context=Context())
+    )
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    run.cancel()
+    with suppress(asyncio.CancelledError):
+        await run
+
+    # A new turn on the thread instead of a resume: the old calls are orphans in its history.
+    await graph.ainvoke({"messages": [HumanMessage(content="thanks")]}, config, context=Context())
+    prompt = model.prompts[-1]
+    answers = {m.name: m for m in prompt if isinstance(m, ToolMessage)}
+    assert json.loads(str(answers["add_task"].content))["title"] == "milk"
+    assert answers["add_task"].status == "success"
+    assert answers["wait_here"].content == ORPHAN_RESULT
+    assert count(database, "SELECT count(*) FROM tasks") == 1
+
+
+async def test_a_server_that_reuses_call_ids_in_a_new_message_still_acts(
+    database: Database,
+) -> None:
+    """Some OpenAI-compatible servers number tool calls afresh in every response."""
+    same_id = {"name": "add_task", "id": "call_0", "type": "tool_call"}
+    model = ScriptedChatModel(
+        script=[
+            AIMessage(content="", tool_calls=[{**same_id, "args": {"title": "milk"}}]),
+            AIMessage(content="", tool_calls=[{**same_id, "args": {"title": "eggs"}}]),
+            AIMessage(content="Both added."),
+        ]
+    )
+    graph = build_graph(model, database=database)
+    result = await graph.ainvoke({"messages": [HumanMessage(content="milk, then eggs")]})
+    assert result["turnStatus"] == "answered"
+    assert count(database, "SELECT count(*) FROM tasks") == 2
