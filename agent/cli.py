@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from agent.errors import ConfigurationError
 from agent.local_model import MODEL_ALIAS, LocalModelServer, stop_shared_local_model_server
 from agent.model_errors import ModelConfigurationError
 from agent.models import close_chat_models
@@ -49,7 +50,11 @@ def add_run(subparsers: Subparsers) -> None:
             "network); see --model."
         ),
     )
-    parser.add_argument("request", help='what you ask the agent, e.g. "Plan my Saturday: ..."')
+    parser.add_argument(
+        "request",
+        nargs="?",
+        help='what you ask the agent, e.g. "Plan my Saturday: ..." (not with --resume)',
+    )
     parser.add_argument(
         "--model",
         default=None,
@@ -71,12 +76,29 @@ def add_run(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--conversation", default=None, help="conversation id to file the turn under"
     )
+    parser.add_argument(
+        "--thread",
+        default=None,
+        help="continue this conversation thread (kept in the database; printed by every run)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish the interrupted turn of --thread (its process died) instead of a new one",
+    )
     parser.set_defaults(handler=lambda args: asyncio.run(run_command(args)))
 
 
 async def run_command(args: argparse.Namespace) -> int:
     """Exit 0 when the turn ended with an answer (complete, or an honest partial report of an
-    unfinished plan), 1 when it failed (model or database error, bad settings)."""
+    unfinished plan), 1 when it failed (model or database error, bad settings, nothing to
+    resume)."""
+    if args.resume and not args.thread:
+        print("turnplan run: --resume needs --thread ID (the thread to finish).", file=sys.stderr)
+        return 2
+    if not args.resume and not args.request:
+        print('turnplan run: say what you want done, e.g. turnplan run "..."', file=sys.stderr)
+        return 2
     try:
         report = await run_turn(
             args.request,
@@ -84,9 +106,11 @@ async def run_command(args: argparse.Namespace) -> int:
             database_url=args.database,
             user_id=args.user,
             conversation_id=args.conversation,
+            thread_id=args.thread,
+            resume=args.resume,
             planning=args.plan,
         )
-    except ModelConfigurationError as error:
+    except ConfigurationError as error:
         print(f"turnplan run: {error}", file=sys.stderr)
         return 1
     finally:

@@ -15,6 +15,11 @@ from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import ValidationError
 
 
+class ConfigurationError(RuntimeError):
+    """A setting cannot work as configured (model, database, checkpointer); the message names
+    the fix, so a command-line user sees one actionable line instead of a traceback."""
+
+
 class ErrorCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     VALIDATION_ERROR = "VALIDATION_ERROR"

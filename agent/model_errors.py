@@ -5,8 +5,10 @@ Kept apart from ``agent.models`` so ``agent.local_model`` can raise them without
 
 from langchain_core.exceptions import ModelAPIError
 
+from agent.errors import ConfigurationError
 
-class ModelConfigurationError(RuntimeError):
+
+class ModelConfigurationError(ConfigurationError):
     """The model setting cannot work as configured; the message names the fix.
 
     Raised before any request is sent (unknown provider, no API key, the ``local`` extra missing)

@@ -14,10 +14,12 @@ from typing import Any, Literal, TextIO
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import StreamMode
 
+from agent.checkpoints import open_checkpointer
 from agent.context import Context
-from agent.graph import build_graph
+from agent.graph import SupervisorGraph, build_graph
 from agent.progress import EVENT_TYPE
 from agent.state import InputState
 from agent.turn_plan import TurnPlan
@@ -76,42 +78,45 @@ def _print_tool_activity(update: Any, out: TextIO) -> None:
 
 
 async def run_turn(
-    request: str,
+    request: str | None,
     *,
     model: BaseChatModel | str | None = None,
     database_url: str | None = None,
     user_id: str = "local-user",
     conversation_id: str | None = None,
+    thread_id: str | None = None,
+    resume: bool = False,
     planning: Literal["auto", "always"] = "auto",
     out: TextIO | None = None,
     show_tool_calls: bool = True,
 ) -> TurnReport:
-    """Run one turn and print the plan's progress, the tool calls and the final answer to
-    ``out`` (default: the current ``sys.stdout``)."""
+    """Run one turn on a thread kept in the database and print the plan's progress, the tool
+    calls and the final answer to ``out`` (default: the current ``sys.stdout``).
+
+    ``thread_id`` continues that conversation (a new thread when None); ``resume`` finishes the
+    thread's interrupted turn instead of starting one (``request`` is then not used).
+    """
     out = out or sys.stdout
     database = Database(database_url)
-    graph = build_graph(model, database=database)
-    context = Context(
-        user_id=user_id,
-        conversation_id=conversation_id or str(uuid.uuid4()),
-        planning=planning,
-    )
-    print(f"turnplan · database {database.url}", file=out)
-    print(f"request: {request}\n", file=out, flush=True)
+    thread = thread_id or str(uuid.uuid4())
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    context = Context(user_id=user_id, conversation_id=conversation_id, planning=planning)
+    print(f"turnplan · database {database.url} · thread {thread}", file=out)
     final: dict[str, Any] = {}
     try:
-        async for mode, chunk in graph.astream(
-            InputState(messages=[HumanMessage(content=request)]),
-            context=context,
-            stream_mode=STREAM_MODES,
-        ):
-            if mode == "custom" and isinstance(chunk, dict) and chunk.get("type") == EVENT_TYPE:
-                print(_format_event(chunk), file=out, flush=True)
-            elif mode == "updates" and show_tool_calls and isinstance(chunk, dict):
-                for update in chunk.values():
-                    _print_tool_activity(update, out)
-            elif mode == "values" and isinstance(chunk, dict):
-                final = chunk
+        async with open_checkpointer(database) as checkpointer:
+            graph = build_graph(model, database=database, checkpointer=checkpointer)
+            if resume:
+                pending = await graph.aget_state(config)
+                if not pending.next:
+                    print(f"Nothing to resume: thread {thread} has no unfinished turn.", file=out)
+                    return TurnReport("failed", "", 0, 0)
+                print(f"resuming: {pending.values.get('turnRequest', '')}\n", file=out)
+                turn_input: InputState | None = None
+            else:
+                print(f"request: {request}\n", file=out, flush=True)
+                turn_input = InputState(messages=[HumanMessage(content=request or "")])
+            final = await _stream_turn(graph, turn_input, config, context, out, show_tool_calls)
         rows_open = await _open_items(database, final)
     finally:
         await database.dispose()
@@ -127,6 +132,29 @@ async def run_turn(
         flush=True,
     )
     return TurnReport(status, answer, int(final.get("llmCalls", 0)), rows_open)
+
+
+async def _stream_turn(
+    graph: SupervisorGraph,
+    turn_input: InputState | None,
+    config: RunnableConfig,
+    context: Context,
+    out: TextIO,
+    show_tool_calls: bool,
+) -> dict[str, Any]:
+    """Stream the run, printing plan events and tool activity; returns the final state."""
+    final: dict[str, Any] = {}
+    async for mode, chunk in graph.astream(
+        turn_input, config, context=context, stream_mode=STREAM_MODES
+    ):
+        if mode == "custom" and isinstance(chunk, dict) and chunk.get("type") == EVENT_TYPE:
+            print(_format_event(chunk), file=out, flush=True)
+        elif mode == "updates" and show_tool_calls and isinstance(chunk, dict):
+            for update in chunk.values():
+                _print_tool_activity(update, out)
+        elif mode == "values" and isinstance(chunk, dict):
+            final = chunk
+    return final
 
 
 async def _open_items(database: Database, final: dict[str, Any]) -> int:
