@@ -30,12 +30,26 @@ from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.state import SupervisorState
 from storage import Database
 from storage.models import TODO_STATUSES, TurnTodo, utc_now_iso
-from storage.repositories import TurnRepository, TurnScope
+from storage.repositories import ConversationRepository, TurnRepository, TurnScope
 
 FORK_MARK = "/fork-"
 
 
-class TurnIdTaken(Exception):
+class TurnRefused(Exception):
+    """The turn cannot start as named; the message says why and what to do instead."""
+
+
+class ConversationNotYours(TurnRefused):
+    """The conversation belongs to another user."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(
+            f"The conversation '{conversation_id}' belongs to another user; nothing was done. "
+            "Start a new conversation (another thread, or another conversation_id)."
+        )
+
+
+class TurnIdTaken(TurnRefused):
     """A new message names a turn id that another message's turn already used."""
 
     def __init__(self, turn_id: str) -> None:
@@ -76,16 +90,21 @@ def fork_scope(scope: TurnScope) -> TurnScope:
 
 
 async def begin_turn(
-    database: Database, scope: TurnScope, *, message_id: str, task_id: str
+    database: Database, scope: TurnScope, *, message_id: str, task_id: str, user_id: str
 ) -> TurnClaim:
-    """Claim step 1 of a turn for the ``plan`` node.
+    """Claim step 1 of a turn for the ``plan`` node, for ``user_id``.
 
-    A turn id seen for the first time starts the turn. The same task again is a resumed run. The
+    A conversation belongs to the user who started it: another user naming it gets
+    ``ConversationNotYours`` and nothing changes. A turn id seen for the first time starts the
+    turn. The same task again is a resumed run. The
     same message again (a replay of the whole turn) is a fork with an empty plan. Another message
     naming a used turn id raises ``TurnIdTaken``: a finished turn is never reopened.
     """
     try:
         async with database.session() as session:
+            owner = await ConversationRepository(session).claim(scope.conversation_id, user_id)
+            if owner != user_id:
+                raise ConversationNotYours(scope.conversation_id)
             turns = TurnRepository(session)
             known = await turns.find(scope)
             if known is None:
@@ -102,7 +121,9 @@ async def begin_turn(
             return TurnClaim(fork, 1, forked_from=scope.turn_id)
     except IntegrityError:
         # Two first runs of one turn id raced; the loser re-reads what the winner wrote.
-        return await begin_turn(database, scope, message_id=message_id, task_id=task_id)
+        return await begin_turn(
+            database, scope, message_id=message_id, task_id=task_id, user_id=user_id
+        )
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
 

@@ -4,6 +4,8 @@
 the CHECK on ``status`` and both named indexes), so tools written against that design read the
 same rows. Timestamps are ISO-8601 UTC strings, as the seed stores them.
 
+``conversations`` records who each conversation belongs to: the user who started it.
+
 ``turns`` holds one row per turn that has started: how far its graph has run, so a run from an
 older checkpoint (a Studio fork or replay) is told apart from the turn's own continuation.
 
@@ -91,6 +93,16 @@ class TurnTodo(Base):
             "startedAt": self.startedAt,
             "completedAt": self.completedAt,
         }
+
+
+class Conversation(Base):
+    """A conversation and its owner; another user naming it is refused."""
+
+    __tablename__ = "conversations"
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    ownerUserId: Mapped[str] = mapped_column(Text, nullable=False)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 class Turn(Base):

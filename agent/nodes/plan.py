@@ -26,7 +26,7 @@ from agent.turn_identity import (
     message_text,
     turn_id_of,
 )
-from agent.turn_lineage import TurnIdTaken, begin_turn, task_id_of
+from agent.turn_lineage import TurnRefused, begin_turn, task_id_of
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
@@ -64,9 +64,13 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         }
         try:
             claim = await begin_turn(
-                deps.database, named, message_id=human.id or "", task_id=task_id_of(config)
+                deps.database,
+                named,
+                message_id=human.id or "",
+                task_id=task_id_of(config),
+                user_id=context.user_id,
             )
-        except TurnIdTaken as refused:
+        except TurnRefused as refused:
             return end_turn_with_failure(str(refused), None, turn_start)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None, turn_start)

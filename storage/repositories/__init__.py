@@ -4,10 +4,11 @@ from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
-from storage.repositories.turns import TurnRepository
+from storage.repositories.turns import ConversationRepository, TurnRepository
 
 __all__ = [
     "CallOrigin",
+    "ConversationRepository",
     "NewTurnTodo",
     "TaskRepository",
     "ToolAuditRepository",

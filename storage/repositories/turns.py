@@ -9,8 +9,32 @@ from __future__ import annotations
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import Turn, utc_now_iso
+from storage.models import Conversation, Turn, utc_now_iso
 from storage.repositories.turn_todos import TurnScope
+
+
+class ConversationRepository:
+    """Who owns which conversation."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def owner_of(self, conversation_id: str) -> str | None:
+        conversation = await self._session.get(Conversation, conversation_id)
+        return None if conversation is None else conversation.ownerUserId
+
+    async def claim(self, conversation_id: str, user_id: str) -> str:
+        """The conversation's owner, making ``user_id`` the owner of a new conversation."""
+        owner = await self.owner_of(conversation_id)
+        if owner is not None:
+            return owner
+        self._session.add(
+            Conversation(
+                conversationId=conversation_id, ownerUserId=user_id, createdAt=utc_now_iso()
+            )
+        )
+        await self._session.flush()
+        return user_id
 
 
 class TurnRepository:

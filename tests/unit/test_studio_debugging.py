@@ -209,3 +209,26 @@ def test_sync_invoke_says_to_use_ainvoke(database: Database) -> None:
         graph.invoke(REQUEST, thread("sync"), context=Context())
     assert str(raised.value) == SYNC_INVOKE_MESSAGE
     assert "ainvoke" in SYNC_INVOKE_MESSAGE
+
+
+async def test_a_conversation_belongs_to_the_user_who_started_it(database: Database) -> None:
+    """Bob names Alice's conversation and turn id: he is refused and nothing of hers changes."""
+    alice_graph, _, _ = oracle_graph(database)
+    await alice_graph.ainvoke(
+        REQUEST, thread("alice"), context=Context(user_id="alice", conversation_id="conv-A")
+    )
+    rows_before = rows_by_turn(database)
+
+    bob_model = ScriptedChatModel(script=[])
+    bob_graph = build_graph(
+        bob_model, tools=[record], database=database, include_default_tools=False
+    )
+    bob = await bob_graph.ainvoke(
+        {"messages": [HumanMessage(content="cancel everything", id="m1")]},
+        context=Context(user_id="bob", conversation_id="conv-A"),
+    )
+
+    assert bob["turnStatus"] == "failed"
+    assert "belongs to another user" in bob["messages"][-1].content
+    assert bob_model.calls == 0, "Bob's model was shown Alice's conversation"
+    assert rows_by_turn(database) == rows_before
