@@ -7,56 +7,112 @@ run needs none. Environment variables are read elsewhere, with type conversion, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Self
+
+
+class UnknownContextKeyError(TypeError):
+    """A run's context named a setting that does not exist (a typo, or a setting of another
+    graph). A ``TypeError``, as an unexpected keyword argument is; the message names the key."""
 
 
 @dataclass(kw_only=True)
 class Context:
-    """Settings for one run of the supervisor graph."""
+    """Settings for one run of the supervisor graph.
 
-    model: str | None = None
-    """Chat model as ``"provider:model"`` (``"openai:gpt-4o-mini"``) or ``"local"`` for the
-    embedded model. Empty: ``TURNPLAN_MODEL``, else ``local``."""
+    Each field's help text is its ``description`` metadata: pydantic puts it in the JSON schema
+    that ``get_schemas`` returns and Studio shows beside the form field (attribute docstrings
+    never reach that schema). Unknown keys are refused here, for Python callers, and by
+    ``agent.server`` before the LangGraph server would drop them silently.
+    """
 
-    planning: Literal["auto", "always"] = "auto"
-    """``auto``: the model plans multi-step requests and answers simple ones directly.
-    ``always``: the first call of every turn must call ``create_todo`` (for models too weak to
-    decide, and for products that want every turn on record as a plan)."""
+    model: str | None = field(
+        default=None,
+        metadata={
+            "description": 'Chat model: "openai:<model>" (OpenAI, or any OpenAI-compatible '
+            'server at OPENAI_BASE_URL) or "local" (the embedded model). Empty: '
+            "TURNPLAN_MODEL, else openai:gpt-4o-mini when OPENAI_API_KEY is set, else local."
+        },
+    )
+    planning: Literal["auto", "always"] = field(
+        default="auto",
+        metadata={
+            "description": "auto: the model plans multi-step requests and answers simple ones "
+            "directly. always: the first call of every turn must call create_todo (for models "
+            "too weak to decide, and for products that want every turn on record as a plan)."
+        },
+    )
+    user_id: str = field(
+        default="local-user",
+        metadata={
+            "description": "The user the personal-task tools act for. Never a tool argument."
+        },
+    )
+    conversation_id: str | None = field(
+        default=None,
+        metadata={"description": "Explicit conversation id; empty: the LangGraph thread id."},
+    )
+    base_iterations: int = field(
+        default=10,
+        metadata={
+            "description": "LLM calls a turn may make before its budget is first extended "
+            "(seed 004's base)."
+        },
+    )
+    max_iterations: int = field(
+        default=50,
+        metadata={
+            "description": "Absolute cap on LLM calls in one turn, however many todos remain."
+        },
+    )
+    max_reminders: int = field(
+        default=2,
+        metadata={
+            "description": "Times in a row the model may answer while plan items are open "
+            "(each time it is reminded and sent back) before the turn ends with an honest "
+            "partial answer."
+        },
+    )
+    history_limit: int = field(
+        default=10,
+        metadata={
+            "description": "Most recent messages sent with each LLM call (plus the system "
+            "prompt and the plan view)."
+        },
+    )
+    max_title_length: int = field(
+        default=200,
+        metadata={"description": "Longest todo title, in characters, after trimming."},
+    )
+    max_text_length: int = field(
+        default=2000,
+        metadata={"description": "Longest todo context or completionCriteria, in characters."},
+    )
+    max_batch_items: int = field(
+        default=50,
+        metadata={"description": "Most items one create_todo call may create."},
+    )
+    request_timeout: float = field(
+        default=60.0,
+        metadata={"description": "Seconds before one model request is abandoned (then retried)."},
+    )
+    max_retries: int = field(
+        default=2,
+        metadata={
+            "description": "Retries of a model request after a 429, a 5xx, a connection "
+            "error or a timeout, with backoff."
+        },
+    )
 
-    user_id: str = "local-user"
-    """The authenticated user the personal-task tools act for. Never a tool argument."""
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """Refuse unknown keys before ``__init__`` does, with the same error the server gives.
 
-    conversation_id: str | None = None
-    """Explicit conversation id; when empty the LangGraph thread id is used."""
-
-    base_iterations: int = 10
-    """LLM calls a turn may make before its budget is first checked (seed 004's base)."""
-
-    max_iterations: int = 50
-    """Absolute cap on LLM calls in one turn, however many todos remain."""
-
-    max_reminders: int = 2
-    """Times in a row the model may answer while plan items are open (each time it is reminded
-    and sent back) before the turn ends with an honest partial answer."""
-
-    history_limit: int = 10
-    """Most recent messages sent with each LLM call (plus the system prompt and plan view)."""
-
-    max_title_length: int = 200
-    """Longest todo title, in characters, after trimming."""
-
-    max_text_length: int = 2000
-    """Longest todo ``context`` or ``completionCriteria``, in characters."""
-
-    max_batch_items: int = 50
-    """Most items one ``create_todo`` call may create."""
-
-    request_timeout: float = 60.0
-    """Seconds before one model request is abandoned (then retried)."""
-
-    max_retries: int = 2
-    """Retries of a model request after a 429, a 5xx or a timeout, with backoff."""
+        LangGraph builds the context as ``Context(**context)`` from the dict a caller passes,
+        so this is the one place a Python run's unknown keys can be named and explained.
+        """
+        check_context_keys(kwargs)
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         """Settings often arrive as JSON from a client or Studio's form: accept numbers sent as
@@ -103,3 +159,24 @@ def _as_number(name: str, value: object, kind: type[int] | type[float]) -> Any:
             raise ValueError(f"Context.{name} must be a whole number, got {value!r}.")
         return int(number)
     return number
+
+
+CONTEXT_KEYS = frozenset(f.name for f in fields(Context))
+"""The settings a run's context may hold."""
+
+
+def check_context_keys(keys: Iterable[str]) -> None:
+    """Raise ``UnknownContextKeyError`` naming every key that is not a ``Context`` setting.
+
+    The one rule for unknown keys, used by ``Context`` itself (Python callers) and by the
+    LangGraph server's graph factory (``agent.server``), which sees the context before the
+    server filters it.
+    """
+    unknown = sorted(set(keys) - CONTEXT_KEYS)
+    if unknown:
+        named = ", ".join(repr(key) for key in unknown)
+        noun = "key" if len(unknown) == 1 else "keys"
+        raise UnknownContextKeyError(
+            f"Unknown context {noun} {named}. The context settings are: "
+            f"{', '.join(sorted(CONTEXT_KEYS))}."
+        )

@@ -1,8 +1,13 @@
 """What a tool may know about its run, read from the injected ``ToolRuntime``.
 
-Tools declare ``runtime: ToolRuntime[Context, Any]``. (Parametrising the state type as the
-dataclass makes pydantic warn when it serialises the runtime, so tools read state through these
-helpers instead, which also accept a plain dict state.)
+Tools declare ``runtime: ToolRuntimeT`` (``ToolRuntime[Context, Any]``), never a bare
+``ToolRuntime``. langchain-core validates and then ``model_dump``s every tool's arguments,
+injected runtime included, against the annotation; a bare ``ToolRuntime`` means
+``ToolRuntime[None, dict]``, so our ``Context`` and dataclass state make pydantic emit
+``PydanticSerializationUnexpectedValue`` on every call. The state stays ``Any`` because one tool
+may run in the supervisor (``SupervisorState``) and in a worker (``WorkerState``): naming one
+breaks the call in the other (pydantic dumps it as the wrong class). Tools therefore read state
+through these helpers, which also accept a plain dict state.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from agent.turn_identity import call_record_id, issuing_message
 from storage.repositories import ToolCallKey, TurnScope
 
 ToolRuntimeT = ToolRuntime[Context, Any]
+"""How a tool declares its injected runtime: typed context, any graph state, no warnings."""
 
 
 def state_value(runtime: ToolRuntimeT, key: str, default: Any = None) -> Any:
