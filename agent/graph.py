@@ -8,7 +8,8 @@
 Nodes return state updates; the branches (``agent.routing``) read the next node off the state, so
 an edit made in Studio as any node continues the turn.
 
-``graph`` is what ``langgraph.json`` serves (the dev server brings its own checkpointer);
+``graph`` is what ``langgraph.json`` serves, through ``agent.server`` (the dev server brings its
+own checkpointer);
 ``build_graph`` is for Python callers who pass their own model, tools, checkpointer or database.
 """
 
@@ -115,4 +116,8 @@ def build_graph(
     return builder.compile(checkpointer=checkpointer, name="supervisor")
 
 
-graph = build_graph()
+database = Database()
+"""The served graph's database (``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``);
+``agent.server`` closes it when the server stops."""
+
+graph = build_graph(database=database)

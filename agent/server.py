@@ -9,16 +9,23 @@ the Python rule: a run whose context names an unknown key fails with an error na
 
 The factory returns the module-level graph unchanged; for every other access (schemas, state
 reads and updates, drawing) there is no context and nothing to check.
+
+``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan alone:
+when the server stops, the database engine is disposed on the server's own event loop, so
+SQLite checkpoints its write-ahead log into the database file and leaves no ``-wal`` behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 
 from langgraph_sdk.runtime import ServerRuntime
+from starlette.applications import Starlette
 
 from agent.context import Context, check_context_keys
-from agent.graph import SupervisorGraph, graph
+from agent.graph import SupervisorGraph, database, graph
+from agent.models import close_chat_models
 
 
 def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
@@ -27,3 +34,14 @@ def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
     if execution is not None and isinstance(execution.context, Mapping):
         check_context_keys(execution.context)
     return graph
+
+
+@asynccontextmanager
+async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    """Nothing to start; on shutdown close the database and the model clients of this loop."""
+    yield
+    await close_chat_models()
+    await database.dispose()
+
+
+app = Starlette(lifespan=lifespan)

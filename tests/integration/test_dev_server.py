@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph_sdk import get_client
 
-from tests.dev_server import DevServer
+from tests.dev_server import DevServer, copy_project, run_dev_server
 from tests.http_oracle import HttpPlanOracle
-from tests.scripted_openai import text
+from tests.scripted_openai import ScriptedOpenAIServer, text
 
 pytestmark = pytest.mark.integration
+
+
+def add_task_call(title: str) -> tuple[str, dict[str, Any]]:
+    return ("add_task", {"title": title})
 
 
 async def test_planning_turn_over_the_dev_server(dev_server: DevServer) -> None:
@@ -100,3 +105,25 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     # The earlier turn is still history: its answer is in the window, before the new request.
     contents = [m.get("content") for m in last_request["messages"]]
     assert contents.index("All done.") < contents.index("Thanks!")
+
+
+async def test_a_clean_shutdown_leaves_no_write_ahead_log(
+    tmp_path: Path, scripted_openai: ScriptedOpenAIServer
+) -> None:
+    """The server disposes the database on its way out, so SQLite folds the WAL into the file."""
+    folder = copy_project(tmp_path / "project")
+    scripted_openai.respond_with(HttpPlanOracle(["Buy milk", "Buy eggs"], add_task_call))
+    with run_dev_server(folder, scripted_openai) as server:
+        async with get_client(url=server.url) as client:
+            thread = await client.threads.create()
+            final = await client.runs.wait(
+                thread["thread_id"],
+                "supervisor",
+                input={"messages": [{"role": "user", "content": "Buy milk and eggs"}]},
+            )
+        assert isinstance(final, dict) and final["turnStatus"] == "answered", server.log_tail()
+        wal = server.database.with_name("turnplan.db-wal")
+        assert wal.exists() and wal.stat().st_size > 0, "the run should have written to the WAL"
+    assert not wal.exists() or wal.stat().st_size == 0, "the WAL was left on disk"
+    with closing(sqlite3.connect(server.database)) as connection:
+        assert connection.execute("SELECT count(*) FROM turn_todos").fetchone() == (2,)
