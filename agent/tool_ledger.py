@@ -73,7 +73,7 @@ async def recorded_results(
 ) -> dict[str, RecordedResult]:
     """The recorded results of these calls in this conversation, by tool call id."""
     try:
-        async with database.session() as session:
+        async with database.session(readonly=True) as session:
             found = await ToolResultRepository(session).find(conversation_id, tool_call_ids)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error

@@ -179,7 +179,7 @@ async def check_current(database: Database, scope: TurnScope, step: int) -> None
     """Refuse a tool call made from an older checkpoint than the turn has reached, so a fork
     never changes the original turn's rows (the fork's ``drain`` then copies the plan)."""
     try:
-        async with database.session() as session:
+        async with database.session(readonly=True) as session:
             current = await TurnRepository(session).step_of(scope)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error

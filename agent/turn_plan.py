@@ -279,7 +279,7 @@ class TurnPlan:
         does not exist or belongs to another turn)."""
         todo_id = _check_todo_id(todo_id)
         try:
-            async with self._database.session() as session:
+            async with self._database.session(readonly=True) as session:
                 row = await TurnTodoRepository(session).find_by_id(todo_id, self.scope)
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
@@ -296,7 +296,7 @@ class TurnPlan:
     ) -> tuple[list[TurnTodo], PlanCounts]:
         """The turn's rows (all, or those in ``statuses``) and its counts."""
         try:
-            async with self._database.session() as session:
+            async with self._database.session(readonly=True) as session:
                 repository = TurnTodoRepository(session)
                 all_rows = await repository.find_by_turn(self.scope)
         except (SQLAlchemyError, OSError) as error:

@@ -1,5 +1,16 @@
 """Engine and session factory built from a URL, with the schema created lazily on first use.
 
+Concurrency on SQLite: a write transaction takes the write lock up front (``BEGIN IMMEDIATE``),
+so two writers never both read and then fail to upgrade (SQLite answers that at once with
+"database is locked", whatever the busy timeout). A transaction that cannot get the lock within
+the busy timeout is begun again with backoff, up to ``LOCK_WAIT_SECONDS`` in all; once begun it
+needs no other lock. Read-only sessions begin deferred and run beside writers (WAL). Creating
+the schema is one such write transaction, so any number of first users, in any number of
+processes, create it once.
+
+A database whose tables have another shape than ours is refused before anything in it changes
+(``SchemaMismatchError``): not switched to WAL, no table added.
+
 Nothing here touches the disk at import time: ``Database`` only opens an engine when a session is
 first asked for, which keeps ``agent.graph`` importable by the LangGraph dev server without side
 effects. One engine is kept per event loop because aiosqlite connections are bound to the loop
@@ -11,14 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Connection, create_engine, event, inspect
 from sqlalchemy.engine.url import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -30,7 +44,15 @@ from storage.models import Base
 
 DATABASE_URL_ENV = "TURNPLAN_DATABASE_URL"
 DEFAULT_DATABASE_PATH = Path(".turnplan") / "turnplan.db"
-SQLITE_BUSY_TIMEOUT_MS = 5_000
+SQLITE_BUSY_TIMEOUT_MS = 2_000
+"""How long one attempt waits for SQLite's write lock (its own busy handler)."""
+LOCK_WAIT_SECONDS = 60.0
+"""How long a transaction keeps trying to begin on a busy SQLite database before it fails."""
+BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
+
+
+class SchemaMismatchError(RuntimeError):
+    """The database has a table of ours with other columns; nothing in it was changed."""
 
 
 def default_database_url() -> str:
@@ -63,10 +85,11 @@ def _engine_url(url: str) -> str:
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
     """WAL lets readers run beside a writer; the busy timeout makes a second writer wait for the
-    lock instead of failing at once with 'database is locked'."""
+    lock. The driver's own implicit BEGIN is turned off so that ours says which lock to take."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
@@ -75,6 +98,60 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _is_busy(error: OperationalError) -> bool:
+    text = str(error.orig or error).lower()
+    return "database is locked" in text or "database is busy" in text
+
+
+def schema_mismatches(connection: Connection) -> list[str]:
+    """Our tables that exist with other columns, described (empty when all is well)."""
+    inspector = inspect(connection)
+    existing = set(inspector.get_table_names())
+    problems = []
+    for table in Base.metadata.sorted_tables:
+        if table.name not in existing:
+            continue
+        found = {column["name"] for column in inspector.get_columns(table.name)}
+        expected = {column.name for column in table.columns}
+        if found != expected:
+            missing = ", ".join(sorted(expected - found)) or "none"
+            extra = ", ".join(sorted(found - expected)) or "none"
+            problems.append(f"{table.name} (missing: {missing}; unexpected: {extra})")
+    return problems
+
+
+def _check_sqlite_file(url: str) -> None:
+    """Refuse an existing SQLite file whose tables have another shape, reading it read-only so
+    that nothing (not even its journal mode) changes first. Blocking: run it in a thread."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    reader = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+    try:
+        with reader.connect() as connection:
+            problems = schema_mismatches(connection)
+    finally:
+        reader.dispose()
+    if problems:
+        raise SchemaMismatchError(_mismatch_message(url, problems))
+
+
+def _mismatch_message(url: str, problems: list[str]) -> str:
+    return (
+        f"The database {make_url(url).render_as_string(hide_password=True)} has tables named "
+        f"like turnplan's with other columns: {'; '.join(problems)}. Nothing in it was changed. "
+        "Point TURNPLAN_DATABASE_URL at another database, or move those tables away."
+    )
 
 
 @dataclass
@@ -122,7 +199,10 @@ class Database:
 
     def _build_engine(self) -> _LoopEngine:
         """A new engine and session factory (blocking: run it in a worker thread)."""
-        engine = create_async_engine(_engine_url(self.url), echo=self._echo)
+        url = _engine_url(self.url)
+        if self.is_sqlite:
+            _check_sqlite_file(url)
+        engine = create_async_engine(url, echo=self._echo)
         if self.is_sqlite:
             _configure_sqlite(engine)
         return _LoopEngine(engine, async_sessionmaker(engine, expire_on_commit=False))
@@ -144,22 +224,65 @@ class Database:
                 current = await asyncio.to_thread(self._build_engine)
                 self._loops[loop] = current
             if not current.schema_ready:
-                async with current.engine.begin() as connection:
-                    await connection.run_sync(Base.metadata.create_all)
+                await self._create_schema(current.engine)
                 current.schema_ready = True
         return current
+
+    async def _create_schema(self, engine: AsyncEngine) -> None:
+        """Check and create the tables in one write transaction (retried while busy)."""
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        for attempt in range(1_000_000):
+            try:
+                async with engine.begin() as connection:
+                    problems = await connection.run_sync(schema_mismatches)
+                    if problems:
+                        raise SchemaMismatchError(_mismatch_message(self.url, problems))
+                    await connection.run_sync(Base.metadata.create_all)
+                return
+            except OperationalError as error:
+                if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(_backoff(attempt))
 
     async def create_schema(self) -> None:
         """Create every table and index that is missing; safe to call any number of times."""
         await self._ready()
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
+    async def session(self, *, readonly: bool = False) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed when the block ends, rolled back if it
-        raises. The schema is created first if this process has not done so yet."""
+        raises. The schema is created first if this process has not done so yet.
+
+        On SQLite the transaction has its lock before the block runs (``readonly`` sessions need
+        none); a busy database is retried with backoff for up to ``LOCK_WAIT_SECONDS``.
+        """
         current = await self._ready()
-        async with current.sessionmaker() as session, session.begin():
+        options = {BEGIN_MODE_OPTION: "DEFERRED" if readonly else "IMMEDIATE"}
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        attempt = 0
+        while True:
+            session = current.sessionmaker()
+            try:
+                transaction = await session.begin()
+                await session.connection(execution_options=options)
+                break
+            except OperationalError as error:
+                await session.close()
+                if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+            except BaseException:
+                await session.close()
+                raise
+        try:
             yield session
+            await transaction.commit()
+        except BaseException:
+            await transaction.rollback()
+            raise
+        finally:
+            await session.close()
 
     async def dispose(self) -> None:
         """Close the pooled connections of the running loop's engine."""
@@ -168,3 +291,9 @@ class Database:
         self._locks.pop(loop, None)
         if current is not None:
             await current.engine.dispose()
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds before the next try on a busy database: doubling from 20 ms to 1 s, jittered so
+    waiting writers do not all retry at once."""
+    return float(min(1.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.5))
