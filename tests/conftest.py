@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh SQLite database per test, in the test's temporary folder.
+"""Shared fixtures: a fresh database per test (SQLite in the test's temporary folder; a module
+can ask for PostgreSQL too with ``BOTH_BACKENDS``).
 
 The scripted OpenAI-compatible server (fixture ``scripted_openai``) comes from its own module.
 """
@@ -13,7 +14,10 @@ import pytest
 from agent.models import clear_model_cache, close_chat_models
 from storage import Database
 
-pytest_plugins = ["tests.scripted_openai"]
+pytest_plugins = ["tests.scripted_openai", "tests.postgres"]
+
+BOTH_BACKENDS = pytest.mark.parametrize("database", ["sqlite", "postgres"], indirect=True)
+"""``pytestmark = BOTH_BACKENDS`` runs a module's tests on SQLite and on a real PostgreSQL."""
 
 
 MODEL_ENV_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNPLAN_MODEL", "TURNPLAN_LOCAL_MODEL_URL")
@@ -36,8 +40,13 @@ async def _close_model_clients() -> AsyncIterator[None]:
 
 
 @pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    """A file database (WAL needs a real file) that is disposed after the test."""
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'turnplan.db'}")
+async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
+    """A fresh database, disposed after the test: a SQLite file (WAL needs a real file), or a
+    new database on the session's PostgreSQL server when parametrized with ``"postgres"``."""
+    if getattr(request, "param", "sqlite") == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        db = Database(server.fresh_database_url())
+    else:
+        db = Database(f"sqlite+aiosqlite:///{tmp_path / 'turnplan.db'}")
     yield db
     await db.dispose()

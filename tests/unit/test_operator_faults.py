@@ -13,7 +13,10 @@ from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.graph import build_graph
 from storage import Database
+from tests.conftest import BOTH_BACKENDS
 from tests.fakes import ScriptedChatModel, ai, tool_call
+
+pytestmark = BOTH_BACKENDS
 
 
 @tool

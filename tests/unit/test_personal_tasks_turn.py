@@ -13,7 +13,10 @@ from agent.graph import build_graph
 from storage import Database
 from storage.repositories import ToolAuditRepository, TurnScope, TurnTodoRepository
 from storage.repositories.tasks import TaskRepository
+from tests.conftest import BOTH_BACKENDS
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
+
+pytestmark = BOTH_BACKENDS
 
 STEPS = {
     "Add groceries": ("add_task", {"title": "buy groceries"}),

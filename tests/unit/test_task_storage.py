@@ -6,6 +6,9 @@ import pytest
 
 from storage import Database
 from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository
+from tests.conftest import BOTH_BACKENDS
+
+pytestmark = BOTH_BACKENDS
 
 
 async def test_a_user_never_reads_or_changes_another_users_task(database: Database) -> None:

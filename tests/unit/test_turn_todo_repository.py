@@ -6,6 +6,9 @@ import pytest
 
 from storage import Database
 from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository
+from tests.conftest import BOTH_BACKENDS
+
+pytestmark = BOTH_BACKENDS
 
 SCOPE = TurnScope(conversation_id="conv-a", turn_id="turn-1")
 OTHER_TURN = TurnScope(conversation_id="conv-a", turn_id="turn-2")
