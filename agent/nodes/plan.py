@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from agent.auth import acting_user
 from agent.context import Context
 from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
@@ -68,7 +69,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                 named,
                 message_id=human.id or "",
                 task_id=task_id_of(config),
-                user_id=context.user_id,
+                user_id=acting_user(context.user_id, config),
             )
         except TurnRefused as refused:
             return end_turn_with_failure(str(refused), None, turn_start)

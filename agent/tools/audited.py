@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.auth import acting_user
 from agent.errors import ErrorCode, ToolFailure, describe_validation_error
 from agent.tool_ledger import CallAlreadyRecorded, record_result
 from agent.tools.runtime import ToolRuntimeT, record_key, run_context, state_value
@@ -55,7 +56,7 @@ UNEXPECTED_ERROR = "UNEXPECTED_ERROR"
 def call_origin(runtime: ToolRuntimeT) -> CallOrigin:
     """Who is calling and from which turn, from the run's context and state."""
     return CallOrigin(
-        user_id=run_context(runtime).user_id,
+        user_id=acting_user(run_context(runtime).user_id, runtime.config),
         conversation_id=state_value(runtime, "conversationId", "") or "",
         turn_id=state_value(runtime, "turnId", "") or "",
         tool_call_id=runtime.tool_call_id or "",
