@@ -22,6 +22,7 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.models import invalid_tool_call_messages
 from agent.prompt_builder import model_messages, orphaned_tool_calls
+from agent.safe_input import quarantine_unstorable_calls
 from agent.tool_ledger import recorded_results
 from agent.turn_outcome import turn_failed_message
 from agent.turn_plan import TurnPlan
@@ -107,6 +108,7 @@ async def model_step(
         )
 
     repairs = invalid_tool_call_messages(response)
-    update["messages"] = [response, *repairs]
+    response, refusals = quarantine_unstorable_calls(response)
+    update["messages"] = [response, *repairs, *refusals]
     update["llmCalls"] = view.llm_calls + 1
     return update

@@ -21,7 +21,8 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from agent.errors import tool_error_content
+from agent.errors import ErrorCode, ToolFailure, tool_error_content
+from agent.safe_input import unstorable_arguments
 from agent.turn_identity import issuing_message
 
 ToolResult = ToolMessage | Command[Any]
@@ -62,6 +63,13 @@ async def run_in_call_order(
         lock = asyncio.Lock()
         _locks_by_message[key] = lock
     async with lock:
+        problems = unstorable_arguments(request.tool_call.get("args") or {})
+        if problems:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_ERROR,
+                "The tool arguments cannot be accepted: " + "; ".join(problems) + ".",
+                "Call the tool again with plain text and numbers that fit in 64 bits.",
+            )
         if inner is not None:
             return await inner(request, execute)
         return await execute(request)

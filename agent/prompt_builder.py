@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 
 from agent.errors import ErrorCode
+from agent.safe_input import sendable
 from agent.turn_identity import call_record_id
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -182,7 +183,7 @@ def model_messages(
     recorded: Mapping[str, str] | None = None,
 ) -> list[BaseMessage]:
     """The full prompt of one LLM call (``recorded``: results of orphaned calls that ran)."""
-    window = history_window(answer_orphaned_tool_calls(history, recorded), history_limit)
+    window = history_window(sendable(answer_orphaned_tool_calls(history, recorded)), history_limit)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )
