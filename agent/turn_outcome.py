@@ -47,13 +47,18 @@ def _incomplete_plan_message(prompt: str, rows: Sequence[TurnTodo], **values: ob
 
 
 def budget_exhausted_message(rows: Sequence[TurnTodo], llm_calls: int) -> str:
-    """The final answer when the turn ran out of LLM calls: what was done, what was not."""
+    """The final answer when the turn ran out of LLM calls: what was done, what was not (or, for
+    a turn that made no plan, just that)."""
+    if not rows:
+        return render_prompt("budget_exhausted_no_plan", llm_calls=llm_calls)
     return _incomplete_plan_message("budget_exhausted", rows, llm_calls=llm_calls)
 
 
-def stalled_message(rows: Sequence[TurnTodo], reminders: int) -> str:
-    """The final answer when the model kept answering instead of working on open rows."""
-    return _incomplete_plan_message("stalled", rows, reminders=reminders)
+def stalled_message(rows: Sequence[TurnTodo], answers: int) -> str:
+    """The final answer when the model kept answering instead of working on open rows;
+    ``answers`` counts those answers (the reminded ones and the last)."""
+    times = "once" if answers == 1 else f"{answers} times in a row"
+    return _incomplete_plan_message("stalled", rows, times=times)
 
 
 def plan_complete_message(rows: Sequence[TurnTodo]) -> str:

@@ -118,7 +118,7 @@ def _drain(
     update: dict[str, Any] = {"iterationBudget": budget, "remindersInARow": 0}
     if answered:
         if state.remindersInARow >= context.max_reminders:
-            message = AIMessage(content=stalled_message(rows, state.remindersInARow))
+            message = AIMessage(content=stalled_message(rows, state.remindersInARow + 1))
             return {"messages": [message], "turnStatus": "stalled"}
         update["messages"] = [reminder(rows)]
         update["remindersInARow"] = state.remindersInARow + 1

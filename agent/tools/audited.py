@@ -63,10 +63,13 @@ def call_origin(runtime: ToolRuntimeT) -> CallOrigin:
     )
 
 
-def database_failure() -> ToolFailure:
+def database_failure(error: BaseException) -> ToolFailure:
+    """The task store's failure as the model and user see it, with the driver's reason
+    (locked, disk full, read-only)."""
+    reason = str(getattr(error, "orig", None) or error).strip() or type(error).__name__
     return ToolFailure(
         ErrorCode.DATABASE_ERROR,
-        "The task database could not be read or changed; nothing was saved.",
+        f"The task database could not be read or changed ({reason}); nothing was saved.",
         "Tell the user their tasks are unavailable right now and to try again in a moment. "
         "Do not say the change was made.",
         status="error",
@@ -143,7 +146,7 @@ class AuditedTaskTool(StructuredTool):
             raise rejected from error
         except (SQLAlchemyError, OSError) as error:
             logger.warning("%s failed on the database: %s", self.name, error)
-            unavailable = database_failure()
+            unavailable = database_failure(error)
             await self._record_failure(origin, arguments, unavailable.code.value)
             raise unavailable from error
         except Exception:

@@ -409,8 +409,33 @@ async def test_a_model_that_keeps_answering_with_open_rows_is_stopped_honestly(
     assert model.calls == 4  # plan, then three answers: two reminded, the third stops the turn
     assert result["turnStatus"] == "stalled"
     text = str(result["messages"][-1].content)
-    assert "2 times in a row" in text and "alpha (was in progress)" in text and "beta" in text
+    assert "3 times in a row" in text and "alpha (was in progress)" in text and "beta" in text
     assert [r[1] for r in rows_in_db(database)] == ["in_progress", "pending"]
+
+
+async def test_with_no_reminders_allowed_the_stop_still_counts_the_answer(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(
+        script=[ai(tool_call("create_todo", items=[{"title": "alpha"}])), AIMessage(content="ok")]
+    )
+    result = await run(make_graph(model, database), "go", Context(max_reminders=0))
+    assert result["turnStatus"] == "stalled"
+    text = str(result["messages"][-1].content)
+    assert "answered once without working" in text and "0 times" not in text
+
+
+async def test_a_turn_without_a_plan_that_runs_out_of_calls_says_so_plainly(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(responder=lambda _: ai(tool_call("record", note="again")))
+    result = await run(
+        make_graph(model, database), "loop", Context(base_iterations=2, max_iterations=2)
+    )
+    assert result["turnStatus"] == "budget_exhausted"
+    text = str(result["messages"][-1].content)
+    assert "0 of 0" not in text and "planned item" not in text
+    assert "limit of 2 model calls" in text
 
 
 async def test_reminders_in_a_row_reset_when_the_model_gets_back_to_work(

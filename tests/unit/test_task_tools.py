@@ -367,6 +367,7 @@ async def test_a_database_failure_is_reported_audited_and_leaves_nothing_behind(
     for message in messages:
         payload = assert_error(message, "DATABASE_ERROR")
         assert "nothing was saved" in payload["message"]
+        assert "no such table: tasks" in payload["message"], "the user is not told why"
     assert state["modifiedTasks"] == []
 
     async with database.engine.begin() as connection:
