@@ -23,7 +23,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,9 +113,11 @@ def run_dev_server(
     model: ScriptedOpenAIServer,
     *,
     extra_env: Mapping[str, str] | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[DevServer]:
     """Run README's ``langgraph dev`` command in ``folder`` (a project copy) until the block
-    ends. ``extra_env`` adds to (or overrides) ``readme_environment``."""
+    ends. ``extra_env`` adds to (or overrides) ``readme_environment``; ``extra_args`` are more
+    ``langgraph dev`` options (e.g. ``--n-jobs-per-worker``)."""
     env = {**readme_environment(model), **(extra_env or {})}
     log = folder / "dev.log"
     command = [
@@ -127,6 +129,7 @@ def run_dev_server(
         "127.0.0.1",
         "--port",
         str(_free_port()),
+        *extra_args,
     ]
     with log.open("w") as output:
         process = subprocess.Popen(
