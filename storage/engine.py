@@ -24,7 +24,7 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import Base
 
 DATABASE_URL_ENV = "TURNPLAN_DATABASE_URL"
@@ -156,12 +157,14 @@ def _mismatch_message(url: str, problems: list[str]) -> str:
 
 @dataclass
 class _LoopEngine:
-    """What one event loop owns: its engine, its session factory, and whether the schema is
-    known to exist (checked once per loop, then trusted)."""
+    """What one event loop owns: its engine, its session factory, whether the schema is known
+    to exist (checked once per loop, then trusted), and the hook that disposes the engine when
+    ``asyncio.run`` ends the loop."""
 
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     schema_ready: bool = False
+    shutdown_hook: AsyncGenerator[None, None] | None = None
 
 
 class Database:
@@ -217,12 +220,11 @@ class Database:
         async with lock:
             current = self._loops.get(loop)
             if current is None:
-                # Drop engines of loops that have closed: their connections cannot be reused.
-                for stale in [known for known in self._loops if known.is_closed()]:
-                    del self._loops[stale]
-                    self._locks.pop(stale, None)
                 current = await asyncio.to_thread(self._build_engine)
                 self._loops[loop] = current
+                # A loop that asyncio.run ends closes its engine first, so a script running one
+                # loop per turn leaves no connection (or its thread) behind.
+                current.shutdown_hook = await call_at_loop_shutdown(self._dispose_on_shutdown)
             if not current.schema_ready:
                 await self._create_schema(current.engine)
                 current.schema_ready = True
@@ -289,8 +291,21 @@ class Database:
         loop = asyncio.get_running_loop()
         current = self._loops.pop(loop, None)
         self._locks.pop(loop, None)
-        if current is not None:
-            await current.engine.dispose()
+        if current is None:
+            return
+        await current.engine.dispose()
+        hook, current.shutdown_hook = current.shutdown_hook, None
+        if hook is not None:
+            await hook.aclose()  # its cleanup finds nothing left to dispose
+
+    async def _dispose_on_shutdown(self) -> None:
+        """``dispose`` as the loop ends (a no-op when the caller already disposed)."""
+        await self.dispose()
+
+    @property
+    def open_loops(self) -> int:
+        """Event loops this database holds an engine for (one per live loop that used it)."""
+        return len(self._loops)
 
 
 def _backoff(attempt: int) -> float:
