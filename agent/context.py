@@ -58,6 +58,11 @@ class Context:
     max_retries: int = 2
     """Retries of a model request after a 429, a 5xx or a timeout, with backoff."""
 
+    prompt_profile: Literal["auto", "full", "compact"] = "auto"
+    """What each LLM call sends. ``full``: the whole system prompt and every tool. ``compact``:
+    for small models, a short prompt, only the tools the step needs with shortened schemas, and
+    forced tool calls (see ``agent.compact_profile``). ``auto``: compact for ``local``."""
+
     def __post_init__(self) -> None:
         """Settings often arrive as JSON from a client or Studio's form: accept numbers sent as
         strings, and refuse values that would make a turn misbehave, naming the field."""
@@ -75,6 +80,11 @@ class Context:
             raise ValueError(
                 f"Context.base_iterations ({self.base_iterations}) must not exceed "
                 f"max_iterations ({self.max_iterations})."
+            )
+        if self.prompt_profile not in ("auto", "full", "compact"):
+            raise ValueError(
+                "Context.prompt_profile must be 'auto', 'full' or 'compact', "
+                f"got {self.prompt_profile!r}."
             )
         if self.planning not in ("auto", "always"):
             raise ValueError(f"Context.planning must be 'auto' or 'always', got {self.planning!r}.")

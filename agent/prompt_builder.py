@@ -9,9 +9,16 @@ results, which OpenAI-compatible servers reject.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -153,15 +160,22 @@ def model_messages(
     rows: Sequence[TurnTodo],
     turn_request: str,
     turn_message_id: str | None,
+    render_plan: Callable[..., str] = plan_view,
+    plan_last: bool = False,
 ) -> list[BaseMessage]:
-    """The full prompt of one LLM call."""
+    """The full prompt of one LLM call; ``render_plan`` draws the plan (a prompt profile may
+    bring its own, called like ``plan_view``). ``plan_last`` sends the plan as the last message
+    instead of in the system prompt: the system prompt then stays the same on every call, so a
+    server's prefix cache can skip it (and the tool schemas a server prints after it)."""
     window = history_window(answer_orphaned_tool_calls(history), history_limit)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )
     sections = [base_prompt]
     if rows:
-        sections.append(plan_view(rows, turn_request, show_request=not request_visible))
+        sections.append(render_plan(rows, turn_request, show_request=not request_visible))
     elif turn_request and not request_visible:
         sections.append(request_reminder(turn_request))
+    if plan_last and len(sections) > 1:
+        return [SystemMessage(content=base_prompt), *window, HumanMessage(content=sections[1])]
     return [SystemMessage(content="\n\n".join(sections)), *window]
