@@ -34,6 +34,7 @@ and errors behave exactly as in the full profile.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -160,6 +161,28 @@ def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
     return results
 
 
+def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
+    """Outcomes to close the item with: one per successful action of the current item, e.g.
+    ``add_task: buy groceries`` (the tool, and the title or count its result reports)."""
+    outcomes = []
+    for result in reversed(_since_last_todo_result(history)):
+        if result.status == "error":
+            continue
+        try:
+            payload = json.loads(result.text)
+        except ValueError:
+            payload = {}
+        detail = ""
+        if isinstance(payload, dict):
+            if isinstance(payload.get("title"), str):
+                detail = payload["title"]
+            elif isinstance(payload.get("count"), int):
+                detail = f"{payload['count']} item(s)"
+        outcome = f"{result.name}: {detail}" if detail else f"{result.name} succeeded"
+        outcomes.append(outcome[:MAX_STRING_LENGTH])
+    return list(dict.fromkeys(outcomes))
+
+
 def _action_succeeded(history: Sequence[AnyMessage]) -> bool:
     return any(result.status != "error" for result in _since_last_todo_result(history))
 
@@ -214,8 +237,11 @@ def step_binding(
     if phase == "close":
         if _action_succeeded(history):
             # The action worked: the item is completed (a small model picked "cancelled" at
-            # random when offered the choice). After failed attempts it may cancel.
-            close["function"]["parameters"]["properties"].pop("status", None)
+            # random when offered the choice), and its outcome says which tool did what (left
+            # free, it wrote "completed_todo"). After failed attempts it may cancel, freely.
+            properties = close["function"]["parameters"]["properties"]
+            properties.pop("status", None)
+            properties["outcome"] = {"enum": action_outcomes(history)}
         return StepBinding(phase, [close], "complete_todo", ACTION_MAX_TOKENS)
     phrases = grounded_phrases(current, request)
     domain = [

@@ -40,9 +40,12 @@ def row(title: str, status: str, *, id: str = "id-1", outcome: str | None = None
     return TurnTodo(id=id, title=title, status=status, outcome=outcome, priority=0)
 
 
-def tool_result(name: str, *, error: bool = False) -> ToolMessage:
+def tool_result(name: str, *, error: bool = False, content: str = "{}") -> ToolMessage:
     return ToolMessage(
-        content="{}", tool_call_id=f"call-{name}", name=name, status="error" if error else "success"
+        content=content,
+        tool_call_id=f"call-{name}",
+        name=name,
+        status="error" if error else "success",
     )
 
 
@@ -123,7 +126,12 @@ def test_after_a_successful_action_the_model_must_close_the_item_as_completed(
     tools: list[Any],
 ) -> None:
     rows = [row("buy groceries", "in_progress")]
-    history = [tool_result("create_todo"), AIMessage(content=""), tool_result("add_task")]
+    added = json.dumps({"status": "success", "title": "buy groceries"})
+    history = [
+        tool_result("create_todo"),
+        AIMessage(content=""),
+        tool_result("add_task", content=added),
+    ]
 
     binding = step_binding(tools, rows, history, None, REQUEST)
     [tool] = binding.tools
@@ -131,6 +139,7 @@ def test_after_a_successful_action_the_model_must_close_the_item_as_completed(
 
     assert binding.tool_choice == "complete_todo"
     assert properties["todoId"] == {"const": "id-1"}
+    assert properties["outcome"] == {"enum": ["add_task: buy groceries"]}
     assert "status" not in properties
 
 
