@@ -20,7 +20,8 @@ that help it, all applied here and none specific to one request:
   and the answer is unwrapped into the real tool call. (llama-cpp-python's automatic tool
   choice makes several completions per call, ignores the token cap and produced invalid JSON.)
 - grounded arguments: the free-text arguments of the domain tools (a task title, a task name)
-  are chosen from the item in progress and the user's quoted words, not written freely. The
+  are chosen from the item in progress and the user's quoted words, and a successful action's
+  outcome from its tool result, not written freely. The
   270M model, left free, wrote the tool's own description as the title ("Add task to my tasks
   list"); the cost is that this profile cannot invent text the user and the plan did not say.
 - an explicit ``tool_choice`` on every call with tools (llama-cpp-python's
