@@ -105,6 +105,15 @@ class Context:
         },
     )
 
+    prompt_profile: Literal["auto", "full", "compact"] = field(
+        default="auto",
+        metadata={
+            "description": "What each LLM call sends. full: the whole system prompt and every "
+            "tool. compact: for small models, a short prompt, only the tools the step needs with "
+            "shortened schemas, and forced tool calls. auto: compact for the local model."
+        },
+    )
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         """Refuse unknown keys before ``__init__`` does, with the same error the server gives.
 
@@ -131,6 +140,11 @@ class Context:
             raise ValueError(
                 f"Context.base_iterations ({self.base_iterations}) must not exceed "
                 f"max_iterations ({self.max_iterations})."
+            )
+        if self.prompt_profile not in ("auto", "full", "compact"):
+            raise ValueError(
+                "Context.prompt_profile must be 'auto', 'full' or 'compact', "
+                f"got {self.prompt_profile!r}."
             )
         if self.planning not in ("auto", "always"):
             raise ValueError(f"Context.planning must be 'auto' or 'always', got {self.planning!r}.")

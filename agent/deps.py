@@ -7,18 +7,20 @@ here does I/O when constructed: the database connects and the model is built on 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
+from agent import compact_profile
 from agent.context import Context
-from agent.prompt_builder import system_prompt
+from agent.prompt_builder import plan_view, system_prompt
 from prompts import load_all_prompts, load_prompt
 from storage import Database
+from storage.models import TurnTodo
 
 ModelWithTools = Runnable[LanguageModelInput, AIMessage]
 ModelSetting = BaseChatModel | str | None
@@ -36,6 +38,26 @@ async def resolve_chat_model(model: ModelSetting, context: Context) -> BaseChatM
     return await get_chat_model(
         setting, timeout=context.request_timeout, max_retries=context.max_retries
     )
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """What one LLM call uses, by prompt profile: the bound model and how to build its prompt."""
+
+    model: ModelWithTools
+    base_prompt: str
+    history_limit: int
+    render_plan: Callable[..., str]
+    plan_last: bool = False
+
+
+def model_setting_of(model: ModelSetting, context: Context) -> str | None:
+    """The resolved model setting string, or None for a chat model instance."""
+    if isinstance(model, BaseChatModel):
+        return None
+    from agent.models import resolve_model_setting
+
+    return resolve_model_setting(model or context.model)
 
 
 @dataclass
@@ -92,3 +114,32 @@ class SupervisorDeps:
             bound = model.bind_tools(list(self.tools), tool_choice=required_tool)
         self._bound[key] = (model, bound)
         return bound
+
+    async def step_call(
+        self,
+        context: Context,
+        *,
+        history: Sequence[AnyMessage],
+        rows: Sequence[TurnTodo],
+        required_tool: str | None = None,
+        request: str = "",
+    ) -> StepCall:
+        """The model and prompt parts of one call under the run's prompt profile (full: every
+        tool and the whole prompt; compact: see ``agent.compact_profile``)."""
+        setting = model_setting_of(self.model, context)
+        if compact_profile.prompt_profile(context, setting) == "full":
+            return StepCall(
+                model=await self.model_with_tools(context, required_tool=required_tool),
+                base_prompt=self.base_prompt,
+                history_limit=context.history_limit,
+                render_plan=plan_view,
+            )
+        binding = compact_profile.step_binding(self.tools, rows, history, required_tool, request)
+        model = await self.chat_model(context)
+        return StepCall(
+            model=compact_profile.bind_step(model, binding, rows),
+            base_prompt=compact_profile.system_prompt(binding.phase),
+            history_limit=compact_profile.history_limit(binding.phase, context.history_limit),
+            render_plan=compact_profile.plan_view,
+            plan_last=True,
+        )

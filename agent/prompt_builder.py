@@ -9,9 +9,16 @@ results, which OpenAI-compatible servers reject.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from agent.errors import ErrorCode
 from agent.safe_input import sendable
@@ -180,16 +187,24 @@ def model_messages(
     rows: Sequence[TurnTodo],
     turn_request: str,
     turn_message_id: str | None,
+    render_plan: Callable[..., str] = plan_view,
+    plan_last: bool = False,
     recorded: Mapping[str, str] | None = None,
 ) -> list[BaseMessage]:
-    """The full prompt of one LLM call (``recorded``: results of orphaned calls that ran)."""
+    """The full prompt of one LLM call; ``render_plan`` draws the plan (a prompt profile may
+    bring its own, called like ``plan_view``). ``plan_last`` sends the plan as the last message
+    instead of in the system prompt: the system prompt then stays the same on every call, so a
+    server's prefix cache can skip it (and the tool schemas a server prints after it).
+    ``recorded`` holds the results of orphaned calls that ran (``agent.tool_ledger``)."""
     window = history_window(sendable(answer_orphaned_tool_calls(history, recorded)), history_limit)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )
     sections = [base_prompt]
     if rows:
-        sections.append(plan_view(rows, turn_request, show_request=not request_visible))
+        sections.append(render_plan(rows, turn_request, show_request=not request_visible))
     elif turn_request and not request_visible:
         sections.append(request_reminder(turn_request))
+    if plan_last and len(sections) > 1:
+        return [SystemMessage(content=base_prompt), *window, HumanMessage(content=sections[1])]
     return [SystemMessage(content="\n\n".join(sections)), *window]
