@@ -7,7 +7,7 @@ here does I/O when constructed: the database connects and the model is built on 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -20,9 +20,14 @@ from agent.context import Context
 from agent.prompt_builder import plan_view, system_prompt
 from prompts import load_all_prompts, load_prompt
 from storage import Database
+from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import TurnTodo
 
 ModelWithTools = Runnable[LanguageModelInput, AIMessage]
+BoundModels = dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]]
+"""Bound models of one loop, by (model instance id, forced tool)."""
+BOUND_LIMIT = 64
+"""Bound models kept per loop (one per model instance and forced tool)."""
 ModelSetting = BaseChatModel | str | None
 
 
@@ -74,7 +79,13 @@ class SupervisorDeps:
     agent_types: Mapping[str, str] = field(default_factory=dict)
     """Registered workers as ``{agentType: description}``, listed in the delegation section."""
     _prompts_ready: bool = field(default=False, init=False)
-    _bound: dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]] = field(
+    _bound: dict[
+        asyncio.AbstractEventLoop,
+        dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]],
+    ] = field(default_factory=dict, init=False)
+    """Bound models per event loop; a loop's entries go when ``asyncio.run`` ends it (the chat
+    models of a finished loop are closed then too, so they must not stay reachable here)."""
+    _loop_hooks: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = field(
         default_factory=dict, init=False
     )
 
@@ -104,16 +115,38 @@ class SupervisorDeps:
         """The run's chat model with every tool bound; ``required_tool`` forces that call.
         Cached per model instance and forced tool."""
         model = await self.chat_model(context)
+        loop_bound = await self._loop_cache()
         key = (id(model), required_tool)
-        cached = self._bound.get(key)
+        cached = loop_bound.get(key)
         if cached is not None and cached[0] is model:
             return cached[1]
         if required_tool is None:
             bound = model.bind_tools(list(self.tools))
         else:
             bound = model.bind_tools(list(self.tools), tool_choice=required_tool)
-        self._bound[key] = (model, bound)
+        if len(loop_bound) >= BOUND_LIMIT:
+            loop_bound.pop(next(iter(loop_bound)))
+        loop_bound[key] = (model, bound)
         return bound
+
+    async def _loop_cache(self) -> BoundModels:
+        """This loop's bound models, forgotten when ``asyncio.run`` ends the loop."""
+        loop = asyncio.get_running_loop()
+        cache = self._bound.get(loop)
+        if cache is None:
+            cache = self._bound[loop] = {}
+
+            async def forget() -> None:
+                self._bound.pop(loop, None)
+                self._loop_hooks.pop(loop, None)
+
+            self._loop_hooks[loop] = await call_at_loop_shutdown(forget)
+        return cache
+
+    @property
+    def bound_loops(self) -> int:
+        """Event loops holding bound models (one per live loop that ran a turn)."""
+        return len(self._bound)
 
     async def step_call(
         self,

@@ -32,7 +32,7 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any
 
 import openai
@@ -46,6 +46,7 @@ from pydantic import SecretStr
 from agent.errors import ErrorCode
 from agent.local_model import MODEL_ALIAS, shared_local_model_url
 from agent.model_errors import EmptyModelResponseError, ModelConfigurationError
+from storage.loop_shutdown import call_at_loop_shutdown
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -82,6 +83,8 @@ _cache: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 """Clients per event loop: an async HTTP client belongs to the loop it was first used on, so a
 second ``asyncio.run`` in the same process must not reuse the first one's clients."""
+_shutdown_hooks: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
+"""Per loop, the parked generator that closes its clients when ``asyncio.run`` ends it."""
 
 
 def resolve_model_setting(context_model: str | None) -> str:
@@ -222,7 +225,12 @@ async def get_chat_model(
         )
 
     key = (f"{provider}:{name}", float(timeout), max_retries, base_url, api_key)
-    loop_cache = _cache.setdefault(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    loop_cache = _cache.get(loop)
+    if loop_cache is None:
+        loop_cache = _cache[loop] = {}
+        # Close this loop's HTTP clients when asyncio.run ends it, not never.
+        _shutdown_hooks[loop] = await call_at_loop_shutdown(_close_loop_clients)
     cached = loop_cache.get(key)
     if cached is not None:
         return cached
@@ -260,13 +268,27 @@ def _build_chat_model(
 
 
 async def close_chat_models() -> None:
-    """Close the HTTP clients of the models this event loop built, before the loop ends (a
-    command-line run calls this; a long-lived server never needs to)."""
-    models = _cache.pop(asyncio.get_running_loop(), {})
-    for model in models.values():
+    """Close the HTTP clients of the models this event loop built. ``asyncio.run`` ending the
+    loop does it by itself; call it to close them sooner (a server's shutdown does)."""
+    await _close_loop_clients()
+    hook = _shutdown_hooks.pop(asyncio.get_running_loop(), None)
+    if hook is not None:
+        await hook.aclose()  # its cleanup now finds nothing to close
+
+
+async def _close_loop_clients() -> None:
+    """Close and forget the running loop's cached clients (the loop-shutdown cleanup)."""
+    loop = asyncio.get_running_loop()
+    _shutdown_hooks.pop(loop, None)
+    for model in _cache.pop(loop, {}).values():
         client = getattr(model, "http_async_client", None)
         if client is not None:
             await client.aclose()
+
+
+def open_model_loops() -> int:
+    """Event loops holding cached chat models (one per live loop that built one)."""
+    return len(_cache)
 
 
 def clear_model_cache() -> None:

@@ -288,19 +288,21 @@ class Database:
 
     async def dispose(self) -> None:
         """Close the pooled connections of the running loop's engine."""
+        hook = await self._dispose_on_shutdown()
+        if hook is not None:
+            await hook.aclose()  # its cleanup finds nothing left to dispose
+
+    async def _dispose_on_shutdown(self) -> AsyncGenerator[None, None] | None:
+        """Dispose the running loop's engine (as the loop ends, or from ``dispose``); returns
+        the loop's shutdown hook, which no longer needs to run."""
         loop = asyncio.get_running_loop()
         current = self._loops.pop(loop, None)
         self._locks.pop(loop, None)
         if current is None:
-            return
+            return None
         await current.engine.dispose()
         hook, current.shutdown_hook = current.shutdown_hook, None
-        if hook is not None:
-            await hook.aclose()  # its cleanup finds nothing left to dispose
-
-    async def _dispose_on_shutdown(self) -> None:
-        """``dispose`` as the loop ends (a no-op when the caller already disposed)."""
-        await self.dispose()
+        return hook
 
     @property
     def open_loops(self) -> int:

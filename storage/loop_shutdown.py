@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
-Cleanup = Callable[[], Awaitable[None]]
+Cleanup = Callable[[], Awaitable[object]]
 
 
 async def _parked(cleanup: Cleanup) -> AsyncGenerator[None, None]:
