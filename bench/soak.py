@@ -64,7 +64,14 @@ async def one_turn(graph: SupervisorGraph, n: int) -> None:
         raise RuntimeError(f"turn {n} ended {result['turnStatus']}")
 
 
-def soak(mode: str, turns: int, every: int, folder: Path) -> list[dict[str, Any]]:
+def soak(
+    mode: str, turns: int, every: int, folder: Path, server: ScriptedOpenAIServer
+) -> list[dict[str, Any]]:
+    """Run ``turns`` turns the ``mode`` way, sampling every ``every`` turns.
+
+    The scripted server keeps every request body it receives (tests read them); the harness
+    forgets them after each turn, so the figures measure turnplan and not the harness.
+    """
     graph = build_graph(
         "openai:scripted", database=Database(f"sqlite+aiosqlite:///{folder / f'{mode}.db'}")
     )
@@ -72,6 +79,7 @@ def soak(mode: str, turns: int, every: int, folder: Path) -> list[dict[str, Any]
     if mode == "per-loop":
         for n in range(1, turns + 1):
             asyncio.run(one_turn(graph, n))
+            server.requests.clear()
             if n % every == 0:
                 samples.append(sample(n))
     else:
@@ -79,6 +87,7 @@ def soak(mode: str, turns: int, every: int, folder: Path) -> list[dict[str, Any]
         async def all_turns() -> None:
             for n in range(1, turns + 1):
                 await one_turn(graph, n)
+                server.requests.clear()
                 if n % every == 0:
                     samples.append(sample(n))
 
@@ -100,14 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         server.respond_with(HttpPlanOracle(["one", "two"], lambda t: ("add_task", {"title": t})))
         for mode in modes:
-            samples = soak(mode, args.turns, args.every, Path(folder))
+            samples = soak(mode, args.turns, args.every, Path(folder), server)
             growth = samples[-1]["rss_mb"] - samples[0]["rss_mb"] if len(samples) > 1 else 0.0
             report[mode] = {
                 "samples": samples,
                 "growth_mb": round(growth, 1),
                 "ok": growth <= GROWTH_GOAL_MB,
             }
-            server.requests.clear()
     print(json.dumps(report, indent=2))
     return 0 if all(entry["ok"] for entry in report.values()) else 1
 
