@@ -27,8 +27,12 @@ async def run_tool_calls(
     conversation_id: str = "conv-1",
     turn_id: str = "turn-1",
     context: Context | None = None,
+    message_id: str | None = None,
 ) -> tuple[list[ToolMessage], dict[str, Any]]:
-    """Issue ``calls`` as one AI message; return the tool messages and the final state."""
+    """Issue ``calls`` as one AI message; return the tool messages and the final state.
+
+    ``message_id`` fixes the AI message's id (else LangGraph gives it a new one), so running the
+    same calls again is what LangGraph does when it resumes an interrupted tools step."""
     builder = StateGraph(SupervisorState, context_schema=Context)
     builder.add_node("tools", build_tools_node(tools))
     builder.add_edge(START, "tools")
@@ -36,6 +40,7 @@ async def run_tool_calls(
     graph = builder.compile()
     ai = AIMessage(
         content="",
+        id=message_id,
         tool_calls=[
             {"name": name, "args": args, "id": f"call_{index}", "type": "tool_call"}
             for index, (name, args) in enumerate(calls)
