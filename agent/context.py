@@ -11,6 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Self
 
+BUILTIN_TOOLSETS = ("personal_tasks", "conversation_tasks")
+"""Names of the built-in domain toolsets a run may bind (``Context.toolsets``)."""
+ToolsetName = Literal["personal_tasks", "conversation_tasks"]
+DEFAULT_TOOLSETS: tuple[ToolsetName, ...] = ("personal_tasks",)
+
 
 class UnknownContextKeyError(TypeError):
     """A run's context named a setting that does not exist (a typo, or a setting of another
@@ -105,6 +110,17 @@ class Context:
         },
     )
 
+    toolsets: list[ToolsetName] = field(
+        default_factory=lambda: list(DEFAULT_TOOLSETS),
+        metadata={
+            "description": "Built-in domain toolsets bound for this run, each with its prompt "
+            "section: personal_tasks (the user's own task list, kept in the database) and "
+            "conversation_tasks (a task list of this conversation, kept in a JSON file). The "
+            "todo plan tools are always bound; [] binds no built-in toolset.",
+            # A default_factory leaves no default in the JSON schema; Studio's form shows this.
+            "json_schema_extra": {"default": list(DEFAULT_TOOLSETS)},
+        },
+    )
     prompt_profile: Literal["auto", "full", "compact"] = field(
         default="auto",
         metadata={
@@ -146,6 +162,7 @@ class Context:
                 "Context.prompt_profile must be 'auto', 'full' or 'compact', "
                 f"got {self.prompt_profile!r}."
             )
+        self.toolsets = _toolset_names(self.toolsets)
         if self.planning not in ("auto", "always"):
             raise ValueError(f"Context.planning must be 'auto' or 'always', got {self.planning!r}.")
 
@@ -158,6 +175,26 @@ _POSITIVE_INTS = (
     "max_text_length",
     "max_batch_items",
 )
+
+
+def _toolset_names(value: object) -> list[ToolsetName]:
+    """The run's toolsets as a list of known names, duplicates dropped; anything else is
+    refused with the valid names, so a typo never silently binds nothing."""
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise ValueError(
+            f"Context.toolsets must be a list of toolset names, got {value!r}. "
+            f"Valid names: {', '.join(BUILTIN_TOOLSETS)}."
+        )
+    names: list[ToolsetName] = []
+    for name in value:
+        if name not in BUILTIN_TOOLSETS:
+            raise ValueError(
+                f"Unknown toolset {name!r} in Context.toolsets. "
+                f"Valid names: {', '.join(BUILTIN_TOOLSETS)}."
+            )
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def _as_number(name: str, value: object, kind: type[int] | type[float]) -> Any:

@@ -13,19 +13,19 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
 
 from agent import compact_profile
 from agent.context import Context
 from agent.prompt_builder import plan_view, system_prompt
+from agent.tool_catalog import RunTools, ToolCatalog
 from prompts import load_all_prompts, load_prompt
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import TurnTodo
 
 ModelWithTools = Runnable[LanguageModelInput, AIMessage]
-BoundModels = dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]]
-"""Bound models of one loop, by (model instance id, forced tool)."""
+BoundModels = dict[tuple[int, tuple[str, ...], str | None], tuple[BaseChatModel, ModelWithTools]]
+"""Bound models of one loop, by (model instance id, bound tool names, forced tool)."""
 BOUND_LIMIT = 64
 """Bound models kept per loop (one per model instance and forced tool)."""
 ModelSetting = BaseChatModel | str | None
@@ -70,28 +70,21 @@ class SupervisorDeps:
     """Process-wide collaborators of the supervisor's nodes."""
 
     database: Database
-    tools: Sequence[BaseTool]
+    catalog: ToolCatalog
+    """Every tool of the graph; each run binds its own selection (``Context.toolsets``)."""
     model: BaseChatModel | str | None = None
     """A chat model instance (used for every run), a model string, or None to take the model
     from the run's context, then ``TURNPLAN_MODEL``, then the embedded default."""
-    prompt_sections: Sequence[str] = ()
-    """Names of extra prompt files (under ``prompts/``) appended to the system prompt."""
     agent_types: Mapping[str, str] = field(default_factory=dict)
     """Registered workers as ``{agentType: description}``, listed in the delegation section."""
     _prompts_ready: bool = field(default=False, init=False)
-    _bound: dict[
-        asyncio.AbstractEventLoop,
-        dict[tuple[int, str | None], tuple[BaseChatModel, ModelWithTools]],
-    ] = field(default_factory=dict, init=False)
+    _bound: dict[asyncio.AbstractEventLoop, BoundModels] = field(default_factory=dict, init=False)
     """Bound models per event loop; a loop's entries go when ``asyncio.run`` ends it (the chat
     models of a finished loop are closed then too, so they must not stay reachable here)."""
     _loop_hooks: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = field(
         default_factory=dict, init=False
     )
-
-    @property
-    def tool_names(self) -> set[str]:
-        return {tool.name for tool in self.tools}
+    _prompts: dict[tuple[str, ...], str] = field(default_factory=dict, init=False)
 
     async def prepare(self) -> None:
         """Read the prompt files once, off the event loop (the dev server rejects blocking
@@ -100,30 +93,36 @@ class SupervisorDeps:
             await asyncio.to_thread(load_all_prompts)
             self._prompts_ready = True
 
-    @property
-    def base_prompt(self) -> str:
-        sections = [load_prompt(name) for name in self.prompt_sections]
-        return system_prompt(self.tool_names, sections, agent_types=self.agent_types)
+    def base_prompt(self, run_tools: RunTools) -> str:
+        """The system prompt for a run's tools: their sections, and only theirs."""
+        prompt = self._prompts.get(run_tools.key)
+        if prompt is None:
+            sections = [load_prompt(name) for name in run_tools.prompt_sections]
+            prompt = system_prompt(run_tools.names, sections, agent_types=self.agent_types)
+            if len(self._prompts) >= BOUND_LIMIT:
+                self._prompts.pop(next(iter(self._prompts)))
+            self._prompts[run_tools.key] = prompt
+        return prompt
 
     async def chat_model(self, context: Context) -> BaseChatModel:
         """The chat model for a run (instances are used as given)."""
         return await resolve_chat_model(self.model, context)
 
     async def model_with_tools(
-        self, context: Context, *, required_tool: str | None = None
+        self, context: Context, run_tools: RunTools, *, required_tool: str | None = None
     ) -> ModelWithTools:
-        """The run's chat model with every tool bound; ``required_tool`` forces that call.
-        Cached per model instance and forced tool."""
+        """The run's chat model with the run's tools bound; ``required_tool`` forces that call.
+        Cached per model instance, tool selection and forced tool."""
         model = await self.chat_model(context)
         loop_bound = await self._loop_cache()
-        key = (id(model), required_tool)
+        key = (id(model), run_tools.key, required_tool)
         cached = loop_bound.get(key)
         if cached is not None and cached[0] is model:
             return cached[1]
         if required_tool is None:
-            bound = model.bind_tools(list(self.tools))
+            bound = model.bind_tools(list(run_tools.tools))
         else:
-            bound = model.bind_tools(list(self.tools), tool_choice=required_tool)
+            bound = model.bind_tools(list(run_tools.tools), tool_choice=required_tool)
         if len(loop_bound) >= BOUND_LIMIT:
             loop_bound.pop(next(iter(loop_bound)))
         loop_bound[key] = (model, bound)
@@ -160,14 +159,17 @@ class SupervisorDeps:
         """The model and prompt parts of one call under the run's prompt profile (full: every
         tool and the whole prompt; compact: see ``agent.compact_profile``)."""
         setting = model_setting_of(self.model, context)
+        run_tools = await self.catalog.for_run(context)
         if compact_profile.prompt_profile(context, setting) == "full":
             return StepCall(
-                model=await self.model_with_tools(context, required_tool=required_tool),
-                base_prompt=self.base_prompt,
+                model=await self.model_with_tools(context, run_tools, required_tool=required_tool),
+                base_prompt=self.base_prompt(run_tools),
                 history_limit=context.history_limit,
                 render_plan=plan_view,
             )
-        binding = compact_profile.step_binding(self.tools, rows, history, required_tool, request)
+        binding = compact_profile.step_binding(
+            run_tools.tools, rows, history, required_tool, request
+        )
         model = await self.chat_model(context)
         return StepCall(
             model=compact_profile.bind_step(model, binding, rows),

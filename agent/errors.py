@@ -26,12 +26,14 @@ class ErrorCode(StrEnum):
     INVALID_ID = "INVALID_ID"
     DATABASE_ERROR = "DATABASE_ERROR"
     WORKER_ERROR = "WORKER_ERROR"
+    MCP_ERROR = "MCP_ERROR"
+    """An MCP server could not be reached or broke off the call."""
     NOT_RUN = "NOT_RUN"
     """The call was not carried out (its run was interrupted, or it came from a fork); nothing
     changed."""
 
 
-OPERATOR_FAULTS = frozenset({ErrorCode.DATABASE_ERROR, ErrorCode.WORKER_ERROR})
+OPERATOR_FAULTS = frozenset({ErrorCode.DATABASE_ERROR, ErrorCode.WORKER_ERROR, ErrorCode.MCP_ERROR})
 """Failures that are not the model's doing: an operator should hear of them."""
 
 

@@ -15,18 +15,20 @@ own checkpointer);
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langchain_mcp_adapters.sessions import Connection
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
-from agent.context import Context
+from agent.context import BUILTIN_TOOLSETS, Context
 from agent.deps import SupervisorDeps
 from agent.nodes import SupervisorNode
 from agent.nodes.drain import make_drain_node
@@ -35,7 +37,10 @@ from agent.nodes.plan import make_plan_node
 from agent.nodes.tools import build_supervisor_tools_node
 from agent.routing import after_drain, after_model_step
 from agent.state import InputState, OutputState, SupervisorState
+from agent.tool_catalog import ToolCatalog, Toolset
+from agent.tools.conversation_tasks import CONVERSATION_TASKS_PROMPT, build_conversation_task_tools
 from agent.tools.delegate import delegation_tools
+from agent.tools.mcp import McpTools
 from agent.tools.tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from agent.workers import Worker, WorkerRegistry
@@ -44,9 +49,19 @@ from storage import Database
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
 
 
-def default_domain_tools(database: Database) -> tuple[list[BaseTool], list[str]]:
-    """The built-in domain toolsets and the names of their prompt files: personal tasks."""
-    return build_task_tools(database), ["personal_tasks"]
+def builtin_toolsets(database: Database, tasks_dir: str | Path | None = None) -> dict[str, Toolset]:
+    """The built-in domain toolsets a run picks from with ``Context.toolsets``, in the order
+    their tools and prompt sections are bound."""
+    toolsets = [
+        Toolset("personal_tasks", tuple(build_task_tools(database)), "personal_tasks"),
+        Toolset(
+            "conversation_tasks",
+            tuple(build_conversation_task_tools(tasks_dir)),
+            CONVERSATION_TASKS_PROMPT,
+        ),
+    ]
+    assert tuple(toolset.name for toolset in toolsets) == BUILTIN_TOOLSETS
+    return {toolset.name: toolset for toolset in toolsets}
 
 
 SYNC_INVOKE_MESSAGE = (
@@ -74,6 +89,8 @@ def build_graph(
     database: Database | str | None = None,
     include_default_tools: bool = True,
     workers: Sequence[Worker] | None = None,
+    tasks_dir: str | Path | None = None,
+    mcp_servers: Mapping[str, Connection] | McpTools | None = None,
 ) -> SupervisorGraph:
     """Compile the supervisor.
 
@@ -83,22 +100,22 @@ def build_graph(
     ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``workers``: specialists plan
     items are delegated to by ``agentType`` (e.g. ``build_task_worker``); with none, no
     ``delegate`` tool is bound and the graph is the plain supervisor.
+    ``include_default_tools``: False leaves out the built-in toolsets (``Context.toolsets`` is
+    then ignored). ``tasks_dir``: where the conversation task files go (default:
+    ``TURNPLAN_TASKS_DIR``, else the working directory). ``mcp_servers``: MCP servers whose
+    tools are bound, as ``MultiServerMCPClient`` connections by name (default: the file
+    ``TURNPLAN_MCP_SERVERS`` names, if set), or an ``McpTools`` whose sessions you close.
     """
     db = database if isinstance(database, Database) else Database(database)
-    domain_tools, prompt_sections = default_domain_tools(db) if include_default_tools else ([], [])
     registry = WorkerRegistry(workers or ())
-    all_tools = [
-        *build_todo_tools(db),
-        *delegation_tools(registry, db),
-        *domain_tools,
-        *(tools or []),
-    ]
+    catalog = ToolCatalog(
+        core=[*build_todo_tools(db), *delegation_tools(registry, db)],
+        toolsets=builtin_toolsets(db, tasks_dir) if include_default_tools else {},
+        extra=list(tools or []),
+        mcp=mcp_servers if isinstance(mcp_servers, McpTools) else McpTools(mcp_servers),
+    )
     deps = SupervisorDeps(
-        database=db,
-        tools=all_tools,
-        model=model,
-        prompt_sections=prompt_sections,
-        agent_types=registry.descriptions(),
+        database=db, catalog=catalog, model=model, agent_types=registry.descriptions()
     )
 
     builder = StateGraph(
@@ -106,7 +123,7 @@ def build_graph(
     )
     builder.add_node("plan", async_only(make_plan_node(deps), "plan"))
     builder.add_node("execute", async_only(make_execute_node(deps), "execute"))
-    builder.add_node("tools", build_supervisor_tools_node(all_tools, db))
+    builder.add_node("tools", build_supervisor_tools_node(catalog, db))
     builder.add_node("drain", async_only(make_drain_node(deps), "drain"))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])
@@ -120,4 +137,8 @@ database = Database()
 """The served graph's database (``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``);
 ``agent.server`` closes it when the server stops."""
 
-graph = build_graph(database=database)
+mcp_tools = McpTools()
+"""The served graph's MCP servers (``TURNPLAN_MCP_SERVERS``); ``agent.server`` closes their
+sessions when the server stops."""
+
+graph = build_graph(database=database, mcp_servers=mcp_tools)

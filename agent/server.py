@@ -11,7 +11,8 @@ The factory returns the module-level graph unchanged; for every other access (sc
 reads and updates, drawing) there is no context and nothing to check.
 
 ``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan alone:
-when the server stops, the database engine is disposed on the server's own event loop, so
+when the server stops, MCP sessions are closed (their stdio servers end) and the database engine
+is disposed on the server's own event loop, so
 SQLite checkpoints its write-ahead log into the database file and leaves no ``-wal`` behind.
 """
 
@@ -24,7 +25,7 @@ from langgraph_sdk.runtime import ServerRuntime
 from starlette.applications import Starlette
 
 from agent.context import Context, check_context_keys
-from agent.graph import SupervisorGraph, database, graph
+from agent.graph import SupervisorGraph, database, graph, mcp_tools
 from agent.models import close_chat_models
 
 
@@ -38,8 +39,10 @@ def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
 
 @asynccontextmanager
 async def lifespan(_: Starlette) -> AsyncIterator[None]:
-    """Nothing to start; on shutdown close the database and the model clients of this loop."""
+    """Nothing to start; on shutdown close the MCP sessions, the database and the model
+    clients of this loop."""
     yield
+    await mcp_tools.aclose()
     await close_chat_models()
     await database.dispose()
 

@@ -32,6 +32,14 @@ def isolated_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _tool_settings_of_the_test(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No MCP servers from the machine running the tests, and conversation task files in the
+    test's own folder (never in the checkout)."""
+    monkeypatch.delenv("TURNPLAN_MCP_SERVERS", raising=False)
+    monkeypatch.setenv("TURNPLAN_TASKS_DIR", str(tmp_path))
+
+
+@pytest.fixture(autouse=True)
 async def _close_model_clients() -> AsyncIterator[None]:
     """Close the HTTP clients of models a test built on its event loop, as a well-behaved
     application does before its loop ends (else they surface later as ResourceWarnings)."""

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from agent.errors import OPERATOR_FAULTS, error_code_of
+from agent.context import Context
+from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.ordered_tools import Execute, ToolResult, build_tools_node, request_messages
+from agent.tool_catalog import ToolCatalog
 from agent.tool_ledger import CallAlreadyRecorded, recorded_results
 from agent.turn_identity import call_record_id, issuing_message
 from agent.turn_lineage import check_current
@@ -40,9 +40,28 @@ def _scope(request: ToolCallRequest) -> tuple[TurnScope, int]:
     return scope, int(values.get("turnStep", 0))
 
 
-def build_supervisor_tools_node(tools: Sequence[BaseTool], database: Database) -> ToolNode:
-    """The ordered tools node, refusing calls made from an older point of the turn and
-    reporting operator faults to the log."""
+async def _run_tool(request: ToolCallRequest, catalog: ToolCatalog) -> ToolCallRequest:
+    """The request with the tool this run binds under the called name; a tool the run did not
+    bind (another toolset's, or none at all) is refused, naming the ones it has."""
+    name = request.tool_call.get("name", "")
+    context = request.runtime.context if request.runtime is not None else None
+    run_tools = await catalog.for_run(context if isinstance(context, Context) else Context())
+    if name not in run_tools.names:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"There is no tool {name!r} in this run.",
+            f"Call one of: {', '.join(sorted(run_tools.names))}.",
+        )
+    if request.tool is None:
+        tool = await catalog.mcp_tool(name)
+        if tool is not None:
+            return request.override(tool=tool)
+    return request
+
+
+def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> ToolNode:
+    """The ordered tools node, refusing calls made from an older point of the turn or to tools
+    the run did not bind, and reporting operator faults to the log."""
 
     async def supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
         scope, step = _scope(request)
@@ -55,6 +74,7 @@ def build_supervisor_tools_node(tools: Sequence[BaseTool], database: Database) -
             recorded = await recorded_results(database, scope.conversation_id, [record_id])
             if record_id in recorded:
                 return recorded[record_id].as_tool_result(call_id)
+        request = await _run_tool(request, catalog)
         try:
             result = await execute(request)
         except (GraphBubbleUp, asyncio.CancelledError):
@@ -84,4 +104,4 @@ def build_supervisor_tools_node(tools: Sequence[BaseTool], database: Database) -
                 )
         return result
 
-    return build_tools_node(tools, inner=supervised)
+    return build_tools_node(catalog.static_tools, inner=supervised)

@@ -56,3 +56,24 @@ async def test_a_run_with_an_unknown_context_key_fails_naming_it(dev_server: Dev
     # Refused before the graph ran: no turn, no model call.
     assert state["values"] == {}
     assert dev_server.model.requests == []
+
+
+async def test_the_form_offers_the_toolsets_and_a_wrong_name_fails_naming_the_valid_ones(
+    dev_server: DevServer,
+) -> None:
+    request: dict[str, Any] = {"messages": [{"role": "user", "content": "Add milk to my tasks."}]}
+    async with get_client(url=dev_server.url) as client:
+        (assistant,) = await client.assistants.search(graph_id="supervisor")
+        schemas = await client.assistants.get_schemas(assistant["assistant_id"])
+        thread = await client.threads.create()
+        with pytest.raises(Exception, match="Valid names: personal_tasks, conversation_tasks"):
+            await client.runs.wait(
+                thread["thread_id"],
+                "supervisor",
+                input=request,
+                context={"toolsets": ["personal_tasks", "calendar"]},
+            )
+    toolsets = schemas["context_schema"]["properties"]["toolsets"]
+    assert toolsets["items"]["enum"] == ["personal_tasks", "conversation_tasks"]
+    assert toolsets["default"] == ["personal_tasks"]
+    assert dev_server.model.requests == []

@@ -47,7 +47,9 @@ def test_state_carries_the_turn_and_conversation_ids() -> None:
     )
 
 
-def test_default_tools_are_todos_and_personal_tasks_plus_your_own() -> None:
+def test_the_tools_node_knows_todos_every_builtin_toolset_and_your_own() -> None:
+    """Each run binds its own selection (``tests/unit/test_toolsets.py``); the node can run
+    them all."""
     from langchain_core.tools import tool
 
     @tool
@@ -67,6 +69,11 @@ def test_default_tools_are_todos_and_personal_tasks_plus_your_own() -> None:
         "complete_task",
         "update_task",
         "delete_task",
+        "ListTasks",
+        "AddTask",
+        "CompleteTask",
+        "UncompleteTask",
+        "DeleteTask",
         "lookup_weather",
     }
 

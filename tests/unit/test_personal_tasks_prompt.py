@@ -15,6 +15,9 @@ def test_the_prompt_names_every_task_tool_and_error_code() -> None:
         if code is ErrorCode.WORKER_ERROR:  # only `delegate` returns it: see delegation.md
             assert code.value in load_prompt("delegation")
             continue
+        if code is ErrorCode.MCP_ERROR:  # only MCP tools return it: see mcp_tools.md
+            assert code.value in load_prompt("mcp_tools")
+            continue
         if code is ErrorCode.NOT_RUN:  # any tool may return it: see supervisor.md
             assert code.value in load_prompt("supervisor")
             continue
