@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -21,6 +22,8 @@ from agent.models import close_chat_models
 from agent.run_turn import run_turn
 
 if TYPE_CHECKING:
+    from agent.todolist.mcp_server import TodoListServer
+
     # argparse gives the object ``add_subparsers`` returns no public, runtime-generic name.
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -119,7 +122,115 @@ async def run_command(args: argparse.Namespace) -> int:
     return 1 if report.status == "failed" else 0
 
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model, add_run]
+DEFAULT_MCP_PORT = 8000
+
+
+def add_mcp(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "mcp",
+        help="serve the session todo list (todolist__get, todolist__set) over MCP",
+        description=(
+            "Serve seed 001's todolist__get and todolist__set tools: one todo list per MCP "
+            "session, forgotten when the session ends. stdio by default (an MCP client starts "
+            "this command); --transport http serves streamable HTTP at http://HOST:PORT/mcp."
+        ),
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio: one session on stdin/stdout (default); http: streamable HTTP, many sessions",
+    )
+    parser.add_argument(
+        "--host", default=None, help="address to listen on with http (default: 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"port to listen on with http (default: {DEFAULT_MCP_PORT}; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with http, end a session (and forget its list) after this long without a request "
+        "(default: 1800)",
+    )
+    parser.set_defaults(handler=mcp_command)
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    """Exit 0 when the client or a signal ended the server, 1 if it could not listen, 2 for
+    options that do not go together."""
+    http_only = {"--host": args.host, "--port": args.port, "--idle-timeout": args.idle_timeout}
+    if args.transport == "stdio":
+        given = [flag for flag, value in http_only.items() if value is not None]
+        if given:
+            print(f"turnplan mcp: {', '.join(given)} needs --transport http.", file=sys.stderr)
+            return 2
+    if args.idle_timeout is not None and not 0 < args.idle_timeout < float("inf"):
+        print("turnplan mcp: --idle-timeout must be a positive number of seconds.", file=sys.stderr)
+        return 2
+    # Imported here so the other commands do not load the MCP server stack.
+    from agent.todolist.mcp_server import build_server
+    from agent.todolist.sessions import SessionLists
+    from agent.todolist.transports import serve_stdio
+
+    server = build_server(SessionLists())
+    if args.transport == "stdio":
+        # stdout carries the protocol; nothing else may be printed there.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_stdio(server))
+        return 0
+    return asyncio.run(
+        serve_mcp_http(
+            server,
+            host=args.host or "127.0.0.1",
+            port=DEFAULT_MCP_PORT if args.port is None else args.port,
+            idle_timeout=args.idle_timeout,
+        )
+    )
+
+
+async def serve_mcp_http(
+    server: TodoListServer, *, host: str, port: int, idle_timeout: float | None
+) -> int:
+    """Serve until SIGINT/SIGTERM; the URL, then each session opened and closed, go to stderr."""
+    from agent.todolist.transports import DEFAULT_IDLE_TIMEOUT, endpoint_url, listen, serve_http
+
+    try:
+        sock = listen(host, port)
+    except (OSError, OverflowError) as error:
+        print(f"turnplan mcp: cannot listen on {host}:{port}: {error}", file=sys.stderr)
+        return 1
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    session_log = logging.getLogger("agent.todolist")
+    session_log.addHandler(handler)
+    session_log.setLevel(logging.INFO)
+    stop_requested = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop_requested.set)
+    print(
+        f"Todolist MCP server (streamable HTTP): {endpoint_url(sock)}\nPress Ctrl-C to stop.",
+        file=sys.stderr,
+        flush=True,
+    )
+    with sock:
+        await serve_http(
+            server,
+            sock,
+            stop=stop_requested,
+            idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout,
+        )
+    print("Todolist MCP server stopped.", file=sys.stderr, flush=True)
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model, add_run, add_mcp]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,6 +3,10 @@ list is told, and that a session's list lives exactly as long as the session."""
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +19,8 @@ from agent.todolist.validation import (
     parse_get_arguments,
     parse_set_arguments,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def item(content: str, status: Any = "pending", active_form: str | None = None) -> dict[str, Any]:
@@ -171,3 +177,25 @@ def test_each_session_has_its_own_list_which_is_forgotten_when_it_ends() -> None
 
     with sessions.open_session() as third:
         assert third.state()["todos"] == []
+
+
+def test_the_todolist_server_loads_none_of_the_supervisor() -> None:
+    """The layering rule: ``agent.todolist`` imports only its own modules, so the server stays
+    small and the supervisor can use it without an import cycle."""
+    code = (
+        "import sys, agent.todolist.transports; "
+        "print(sorted(m for m in sys.modules if m.startswith('agent.') or m == 'agent'))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+
+    assert set(ast.literal_eval(loaded)) == {
+        "agent",
+        "agent.todolist",
+        "agent.todolist.mcp_server",
+        "agent.todolist.schemas",
+        "agent.todolist.sessions",
+        "agent.todolist.transports",
+        "agent.todolist.validation",
+    }
