@@ -2,6 +2,10 @@
 
 One function registers each subcommand (its parser, and the handler it dispatches to), so adding
 one (``run``) is a new ``add_*`` function in ``SUBCOMMANDS`` and nothing else changes.
+
+Each handler imports what its command needs when it runs: ``turnplan mcp``, which an MCP client
+starts for every session, then loads the MCP server alone (about 1 s) rather than the supervisor
+and its model stack too (about 3 s more).
 """
 
 from __future__ import annotations
@@ -14,12 +18,6 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
-
-from agent.errors import ConfigurationError
-from agent.local_model import MODEL_ALIAS, LocalModelServer, stop_shared_local_model_server
-from agent.model_errors import ModelConfigurationError
-from agent.models import close_chat_models
-from agent.run_turn import run_turn
 
 if TYPE_CHECKING:
     from agent.todolist.mcp_server import TodoListServer
@@ -96,6 +94,11 @@ async def run_command(args: argparse.Namespace) -> int:
     """Exit 0 when the turn ended with an answer (complete, or an honest partial report of an
     unfinished plan), 1 when it failed (model or database error, bad settings, nothing to
     resume)."""
+    from agent.errors import ConfigurationError
+    from agent.local_model import stop_shared_local_model_server
+    from agent.models import close_chat_models
+    from agent.run_turn import run_turn
+
     if args.resume and not args.thread:
         print("turnplan run: --resume needs --thread ID (the thread to finish).", file=sys.stderr)
         return 2
@@ -173,7 +176,6 @@ def mcp_command(args: argparse.Namespace) -> int:
     if args.idle_timeout is not None and not 0 < args.idle_timeout < float("inf"):
         print("turnplan mcp: --idle-timeout must be a positive number of seconds.", file=sys.stderr)
         return 2
-    # Imported here so the other commands do not load the MCP server stack.
     from agent.todolist.mcp_server import build_server
     from agent.todolist.sessions import SessionLists
     from agent.todolist.transports import serve_stdio
@@ -243,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def serve_model(*, port: int | None) -> int:
     """Serve until SIGINT/SIGTERM; exit status 0 after a requested stop, 1 if the server failed."""
+    from agent.local_model import MODEL_ALIAS, LocalModelServer
+    from agent.model_errors import ModelConfigurationError
+
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
