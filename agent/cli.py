@@ -207,11 +207,14 @@ async def serve_mcp_http(
     except (OSError, OverflowError) as error:
         print(f"turnplan mcp: cannot listen on {host}:{port}: {error}", file=sys.stderr)
         return 1
+    # Warnings from the libraries in one format; sessions opened and closed as plain lines.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     session_log = logging.getLogger("agent.todolist")
     session_log.addHandler(handler)
     session_log.setLevel(logging.INFO)
+    session_log.propagate = False
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -12,6 +12,7 @@ import socket
 from collections.abc import Iterator
 from typing import Final
 
+import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -64,6 +65,7 @@ async def serve_http(
     (Ending the sessions first instead makes the SDK log a traceback for every open stream.)
     """
     host = sock.getsockname()[0]
+    logging.getLogger("mcp.server.streamable_http").addFilter(_closed_stream_traceback)
     manager = StreamableHTTPSessionManager(
         app=server,
         security_settings=_security_settings(host),
@@ -91,6 +93,17 @@ class _SessionEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.manager.handle_request(scope, receive, send)
+
+
+def _closed_stream_traceback(record: logging.LogRecord) -> bool:
+    """False for the traceback mcp 1.30 logs whenever a session ends while its client's GET
+    stream is open, which is every client DELETE: ``terminate()`` closes the stream under the
+    SSE writer that is reading it (python-sdk issue 2150). The session ended as asked."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (
+        record.getMessage() == "Error in standalone SSE writer"
+        and isinstance(error, anyio.ClosedResourceError)
+    )
 
 
 def _cut_stream_notice(record: logging.LogRecord) -> bool:
