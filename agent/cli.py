@@ -2,6 +2,10 @@
 
 One function registers each subcommand (its parser, and the handler it dispatches to), so adding
 one (``run``) is a new ``add_*`` function in ``SUBCOMMANDS`` and nothing else changes.
+
+Each handler imports what its command needs when it runs: ``turnplan mcp``, which an MCP client
+starts for every session, then loads the MCP server alone (about 1 s) rather than the supervisor
+and its model stack too (about 3 s more).
 """
 
 from __future__ import annotations
@@ -9,18 +13,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from agent.errors import ConfigurationError
-from agent.local_model import MODEL_ALIAS, LocalModelServer, stop_shared_local_model_server
-from agent.model_errors import ModelConfigurationError
-from agent.models import close_chat_models
-from agent.run_turn import run_turn
-
 if TYPE_CHECKING:
+    from agent.todolist.mcp_server import TodoListServer
+
     # argparse gives the object ``add_subparsers`` returns no public, runtime-generic name.
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -93,6 +94,11 @@ async def run_command(args: argparse.Namespace) -> int:
     """Exit 0 when the turn ended with an answer (complete, or an honest partial report of an
     unfinished plan), 1 when it failed (model or database error, bad settings, nothing to
     resume)."""
+    from agent.errors import ConfigurationError
+    from agent.local_model import stop_shared_local_model_server
+    from agent.models import close_chat_models
+    from agent.run_turn import run_turn
+
     if args.resume and not args.thread:
         print("turnplan run: --resume needs --thread ID (the thread to finish).", file=sys.stderr)
         return 2
@@ -119,7 +125,117 @@ async def run_command(args: argparse.Namespace) -> int:
     return 1 if report.status == "failed" else 0
 
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model, add_run]
+DEFAULT_MCP_PORT = 8000
+
+
+def add_mcp(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "mcp",
+        help="serve the session todo list (todolist__get, todolist__set) over MCP",
+        description=(
+            "Serve seed 001's todolist__get and todolist__set tools: one todo list per MCP "
+            "session, forgotten when the session ends. stdio by default (an MCP client starts "
+            "this command); --transport http serves streamable HTTP at http://HOST:PORT/mcp."
+        ),
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio: one session on stdin/stdout (default); http: streamable HTTP, many sessions",
+    )
+    parser.add_argument(
+        "--host", default=None, help="address to listen on with http (default: 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"port to listen on with http (default: {DEFAULT_MCP_PORT}; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with http, end a session (and forget its list) after this long without a request "
+        "(default: 1800)",
+    )
+    parser.set_defaults(handler=mcp_command)
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    """Exit 0 when the client or a signal ended the server, 1 if it could not listen, 2 for
+    options that do not go together."""
+    http_only = {"--host": args.host, "--port": args.port, "--idle-timeout": args.idle_timeout}
+    if args.transport == "stdio":
+        given = [flag for flag, value in http_only.items() if value is not None]
+        if given:
+            print(f"turnplan mcp: {', '.join(given)} needs --transport http.", file=sys.stderr)
+            return 2
+    if args.idle_timeout is not None and not 0 < args.idle_timeout < float("inf"):
+        print("turnplan mcp: --idle-timeout must be a positive number of seconds.", file=sys.stderr)
+        return 2
+    from agent.todolist.mcp_server import build_server
+    from agent.todolist.sessions import SessionLists
+    from agent.todolist.transports import serve_stdio
+
+    server = build_server(SessionLists())
+    if args.transport == "stdio":
+        # stdout carries the protocol; nothing else may be printed there.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_stdio(server))
+        return 0
+    return asyncio.run(
+        serve_mcp_http(
+            server,
+            host=args.host or "127.0.0.1",
+            port=DEFAULT_MCP_PORT if args.port is None else args.port,
+            idle_timeout=args.idle_timeout,
+        )
+    )
+
+
+async def serve_mcp_http(
+    server: TodoListServer, *, host: str, port: int, idle_timeout: float | None
+) -> int:
+    """Serve until SIGINT/SIGTERM; the URL, then each session opened and closed, go to stderr."""
+    from agent.todolist.transports import DEFAULT_IDLE_TIMEOUT, endpoint_url, listen, serve_http
+
+    try:
+        sock = listen(host, port)
+    except (OSError, OverflowError) as error:
+        print(f"turnplan mcp: cannot listen on {host}:{port}: {error}", file=sys.stderr)
+        return 1
+    # Warnings from the libraries in one format; sessions opened and closed as plain lines.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    session_log = logging.getLogger("agent.todolist")
+    session_log.addHandler(handler)
+    session_log.setLevel(logging.INFO)
+    session_log.propagate = False
+    stop_requested = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop_requested.set)
+    print(
+        f"Todolist MCP server (streamable HTTP): {endpoint_url(sock)}\nPress Ctrl-C to stop.",
+        file=sys.stderr,
+        flush=True,
+    )
+    with sock:
+        await serve_http(
+            server,
+            sock,
+            stop=stop_requested,
+            idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout,
+        )
+    print("Todolist MCP server stopped.", file=sys.stderr, flush=True)
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [add_serve_model, add_run, add_mcp]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def serve_model(*, port: int | None) -> int:
     """Serve until SIGINT/SIGTERM; exit status 0 after a requested stop, 1 if the server failed."""
+    from agent.local_model import MODEL_ALIAS, LocalModelServer
+    from agent.model_errors import ModelConfigurationError
+
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
