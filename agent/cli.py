@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from agent.context import BUILTIN_TOOLSETS
+
 if TYPE_CHECKING:
     from agent.todolist.mcp_server import TodoListServer
 
@@ -78,6 +80,15 @@ def add_run(subparsers: Subparsers) -> None:
         "--conversation", default=None, help="conversation id to file the turn under"
     )
     parser.add_argument(
+        "--toolset",
+        dest="toolsets",
+        action="append",
+        choices=BUILTIN_TOOLSETS,
+        default=None,
+        help="a built-in toolset to bind, repeatable (default: personal_tasks); "
+        "conversation_tasks keeps a task list of the conversation in .agents/tasks/",
+    )
+    parser.add_argument(
         "--thread",
         default=None,
         help="continue this conversation thread (kept in the database; printed by every run)",
@@ -115,6 +126,7 @@ async def run_command(args: argparse.Namespace) -> int:
             thread_id=args.thread,
             resume=args.resume,
             planning=args.plan,
+            toolsets=args.toolsets,
         )
     except ConfigurationError as error:
         print(f"turnplan run: {error}", file=sys.stderr)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TextIO
 
 from langchain_core.language_models import BaseChatModel
@@ -18,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StreamMode
 
 from agent.checkpoints import open_checkpointer
-from agent.context import Context
+from agent.context import Context, ToolsetName
 from agent.graph import SupervisorGraph, build_graph
 from agent.progress import EVENT_TYPE
 from agent.state import InputState
@@ -87,6 +88,7 @@ async def run_turn(
     thread_id: str | None = None,
     resume: bool = False,
     planning: Literal["auto", "always"] = "auto",
+    toolsets: Sequence[ToolsetName] | None = None,
     out: TextIO | None = None,
     show_tool_calls: bool = True,
 ) -> TurnReport:
@@ -95,12 +97,15 @@ async def run_turn(
 
     ``thread_id`` continues that conversation (a new thread when None); ``resume`` finishes the
     thread's interrupted turn instead of starting one (``request`` is then not used).
+    ``toolsets``: the built-in toolsets to bind (default: ``Context``'s).
     """
     out = out or sys.stdout
     database = Database(database_url)
     thread = thread_id or str(uuid.uuid4())
     config: RunnableConfig = {"configurable": {"thread_id": thread}}
     context = Context(user_id=user_id, conversation_id=conversation_id, planning=planning)
+    if toolsets is not None:
+        context = replace(context, toolsets=list(toolsets))
     print(f"turnplan · database {database.url} · thread {thread}", file=out)
     final: dict[str, Any] = {}
     try:

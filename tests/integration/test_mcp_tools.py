@@ -25,6 +25,17 @@ NOTES_SERVER: Connection = {
     "command": sys.executable,
     "args": [str(Path(__file__).parents[1] / "mcp_notes_server.py")],
 }
+TODOLIST_SERVER: Connection = {
+    "transport": "stdio",
+    "command": sys.executable,
+    "args": ["-m", "agent.cli", "mcp"],
+    "cwd": str(Path(__file__).parents[2]),
+}
+"""``turnplan mcp`` (seed 001), started as a real stdio server."""
+CHECKLIST = [
+    {"content": "Pack the tent", "status": "in_progress", "activeForm": "Packing the tent"},
+    {"content": "Buy gas", "status": "pending", "activeForm": "Buying gas"},
+]
 BROKEN_SERVER: Connection = {
     "transport": "stdio",
     "command": sys.executable,
@@ -35,6 +46,11 @@ ACTIONS = {
     "Recall notes": tool_call("recall"),
     "Crash the server": tool_call("crash"),
     "Add bread": tool_call("add_task", title="bread"),
+    "Write the checklist": tool_call("todolist__set", todos=CHECKLIST),
+    "Start two at once": tool_call(
+        "todolist__set", todos=[{**item, "status": "in_progress"} for item in CHECKLIST]
+    ),
+    "Read the checklist": tool_call("todolist__get"),
 }
 
 
@@ -91,6 +107,27 @@ async def test_a_conversation_keeps_its_mcp_session_and_never_sees_another(
     assert refused.status == "error" and "no tool 'recall'" in text_of(refused)
     assert text_of(tool_results(other, "recall")[0]) == "(no notes)"
     assert text_of(tool_results(same_again, "recall")[0]) == "milk\nmilk"
+    await database.dispose()
+
+
+async def test_a_turn_keeps_its_checklist_in_the_todolist_server(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'mcp.db'}")
+    model = planned("Write the checklist", "Start two at once", "Read the checklist")
+    graph = build_graph(model, database=database, mcp_servers={"todolist": TODOLIST_SERVER})
+
+    result = await turn(graph, "keep a camping checklist", "camping")
+
+    assert {"todolist__get", "todolist__set"} <= set(model.bound_tool_names)
+    written, refused = tool_results(result, "todolist__set")
+    assert json.loads(text_of(written)) == {
+        "summary": {"total": 2, "pending": 1, "in_progress": 1, "completed": 0}
+    }
+    assert refused.status == "error"
+    assert json.loads(text_of(refused))["error"]["code"] == "multiple_in_progress"
+    (read,) = tool_results(result, "todolist__get")
+    assert json.loads(text_of(read))["todos"] == CHECKLIST  # the refused set changed nothing
+    assert result["turnStatus"] == "answered"
+    assert result["toolErrors"] == 0  # the server's refusal is the model's to fix, not a fault
     await database.dispose()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,39 @@ def test_run_without_a_usable_model_setting_explains_the_fix(
     )
     assert status == 1
     assert "Accepted forms" in capsys.readouterr().out
+
+
+def test_run_with_the_conversation_toolset_binds_it_and_writes_the_task_file(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    scripted_openai.respond_with(
+        HttpPlanOracle(["Add milk"], lambda t: ("AddTask", {"title": t[4:]}))
+    )
+    status = main(
+        [
+            "run",
+            "--model",
+            "openai:scripted",
+            "--database",
+            f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
+            "--toolset",
+            "conversation_tasks",
+            "--conversation",
+            "kitchen",
+            "Add milk to our list",
+        ]
+    )
+    assert status == 0
+    bound = {tool["function"]["name"] for tool in scripted_openai.requests[0]["tools"]}
+    assert {"AddTask", "ListTasks"} <= bound and "add_task" not in bound
+    tasks = json.loads((tmp_path / ".agents" / "tasks" / "kitchen.json").read_text())["tasks"]
+    assert [task["title"] for task in tasks] == ["milk"]
+
+    with pytest.raises(SystemExit) as refused:
+        main(["run", "--toolset", "calendar", "anything"])
+    assert refused.value.code == 2
+    assert "invalid choice: 'calendar'" in capsys.readouterr().err
