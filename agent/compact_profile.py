@@ -26,6 +26,8 @@ that help it, all applied here and none specific to one request:
   list"); the cost is that this profile cannot invent text the user and the plan did not say.
 - an explicit ``tool_choice`` on every call with tools (llama-cpp-python's
   ``chatml-function-calling`` ignores tools without one), a low temperature and token caps;
+- no ``ask_user``: in a forced choice among the step's tools a small model could pick it at
+  random, which would pause an unattended run for an answer nobody gives;
 - a short history window, so the stable prefix (system prompt) dominates and llama.cpp's
   prefix reuse skips most of each prompt.
 
@@ -48,6 +50,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent.context import Context
+from agent.tools.ask_user import ASK_USER
 from agent.tools.todos import TODO_TOOL_NAMES
 from agent.turn_outcome import plan_complete_message
 from prompts import load_prompt, render_prompt
@@ -228,7 +231,7 @@ def step_binding(
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS
             )
-        names = [name for name in by_name if name not in ("list_todo", "complete_todo")]
+        names = [name for name in by_name if name not in ("list_todo", "complete_todo", ASK_USER)]
         return StepBinding(
             phase, [compact_tool(by_name[name]) for name in names], "auto", PLAN_MAX_TOKENS
         )
@@ -248,7 +251,7 @@ def step_binding(
     domain = [
         ground_strings(compact_tool(tool), phrases)
         for tool in tools
-        if tool.name not in TODO_TOOL_NAMES
+        if tool.name not in TODO_TOOL_NAMES and tool.name != ASK_USER
     ]
     return StepBinding(phase, [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
 

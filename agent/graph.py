@@ -38,6 +38,7 @@ from agent.nodes.tools import build_supervisor_tools_node
 from agent.routing import after_drain, after_model_step
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tool_catalog import ToolCatalog, Toolset
+from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.conversation_tasks import CONVERSATION_TASKS_PROMPT, build_conversation_task_tools
 from agent.tools.delegate import delegation_tools
 from agent.tools.mcp import McpTools
@@ -109,7 +110,7 @@ def build_graph(
     db = database if isinstance(database, Database) else Database(database)
     registry = WorkerRegistry(workers or ())
     catalog = ToolCatalog(
-        core=[*build_todo_tools(db), *delegation_tools(registry, db)],
+        core=[*build_todo_tools(db), build_ask_user_tool(db), *delegation_tools(registry, db)],
         toolsets=builtin_toolsets(db, tasks_dir) if include_default_tools else {},
         extra=list(tools or []),
         mcp=mcp_servers if isinstance(mcp_servers, McpTools) else McpTools(mcp_servers),

@@ -20,6 +20,7 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
+from agent.pending_question import answer_with_message, pending_question
 from agent.state import SupervisorState
 from agent.turn_identity import (
     conversation_id_of,
@@ -41,6 +42,10 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         # re-running the last one would resume its rows, which seed 004 rules out.
         if human is None or (human.id and human.id == state.turnMessageId):
             return {"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"}
+        if state.turnStatus == "running" and state.turnId:
+            question = pending_question(state.messages, human)
+            if question is not None:
+                return answer_with_message(question, human)
         config = get_config()
         named = TurnScope(
             conversation_id=conversation_id_of(

@@ -21,7 +21,7 @@ from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
 
 PERSONAL_TOOLS = {"add_task", "list_tasks", "complete_task", "update_task", "delete_task"}
 CONVERSATION_TOOLS = {"ListTasks", "AddTask", "CompleteTask", "UncompleteTask", "DeleteTask"}
-TODO_TOOLS = {"create_todo", "list_todo", "complete_todo"}
+TODO_TOOLS = {"create_todo", "list_todo", "complete_todo", "ask_user"}
 
 
 def adds(title: str) -> dict[str, Any]:

@@ -1,0 +1,85 @@
+"""``ask_user``: a question to the user in the middle of a turn, through a LangGraph interrupt.
+
+The drain guarantee sends a model back to work when it answers with plan items open; a question
+to the user is not such an answer. The tool pauses the run with ``interrupt()`` (Studio shows it;
+rows, budget and history stay as they are) and returns the user's answer as its result when the
+run is resumed with ``Command(resume=<answer>)``, so the same turn goes on.
+
+The interrupt value is ``{"type": "question", "question", "options", "todo"}``, ``todo`` being
+the plan item in progress (or null). A new message sent while the question is pending is taken
+as the answer (``agent.pending_question``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from langchain_core.tools import BaseTool, tool
+from langgraph.types import interrupt
+from pydantic import Field, StringConstraints
+
+from agent.tools.runtime import ToolRuntimeT, state_value
+from agent.turn_plan import TurnPlan
+from storage import Database
+from storage.repositories import TurnScope
+
+ASK_USER = "ask_user"
+QUESTION_MAX_LENGTH = 2000
+OPTION_MAX_LENGTH = 200
+MAX_OPTIONS = 20
+NO_ANSWER = "(the user gave no answer)"
+
+Question = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=QUESTION_MAX_LENGTH),
+    Field(description="The question, as the user should read it."),
+]
+Option = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OPTION_MAX_LENGTH)
+]
+Options = Annotated[
+    list[Option] | None,
+    Field(
+        max_length=MAX_OPTIONS,
+        description="Choices to offer, when you know them (e.g. the candidate task titles).",
+    ),
+]
+
+
+def answer_text(answer: Any) -> str:
+    """The resume value as the tool's result: text as given, anything else as JSON."""
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        return NO_ANSWER
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def build_ask_user_tool(database: Database) -> BaseTool:
+    """``ask_user``, reading the item in progress from ``database`` for the question's card."""
+
+    @tool(ASK_USER)
+    async def ask_user(question: Question, runtime: ToolRuntimeT, options: Options = None) -> str:
+        """Ask the user a question and wait for the answer, which is this tool's result.
+
+        Use it when you cannot go on without the user: an ambiguous request (which of two tasks
+        they mean), a missing detail, or a choice only they can make. The turn pauses with the
+        plan kept, and goes on with the answer. Ask one clear question; give `options` when the
+        possible answers are known. Do not use it for small talk or to announce what you did.
+        """
+        scope = TurnScope(
+            state_value(runtime, "conversationId", "") or "",
+            state_value(runtime, "turnId", "") or "",
+        )
+        todo = None
+        if scope.conversation_id and scope.turn_id:
+            rows, _ = await TurnPlan(database, scope).rows(["in_progress"])
+            if rows:
+                todo = rows[0].to_dict()
+        answer = interrupt(
+            {"type": "question", "question": question, "options": options, "todo": todo}
+        )
+        return answer_text(answer)
+
+    return ask_user
