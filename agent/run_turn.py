@@ -7,16 +7,17 @@ specific to the local model; ``--model`` (or ``TURNPLAN_MODEL``) picks any suppo
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TextIO
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import StreamMode
+from langgraph.types import Command, StreamMode
 
 from agent.checkpoints import open_checkpointer
 from agent.context import Context, ToolsetName
@@ -91,13 +92,16 @@ async def run_turn(
     toolsets: Sequence[ToolsetName] | None = None,
     out: TextIO | None = None,
     show_tool_calls: bool = True,
+    ask: Ask | None = None,
 ) -> TurnReport:
     """Run one turn on a thread kept in the database and print the plan's progress, the tool
     calls and the final answer to ``out`` (default: the current ``sys.stdout``).
 
     ``thread_id`` continues that conversation (a new thread when None); ``resume`` finishes the
     thread's interrupted turn instead of starting one (``request`` is then not used).
-    ``toolsets``: the built-in toolsets to bind (default: ``Context``'s).
+    ``toolsets``: the built-in toolsets to bind (default: ``Context``'s). When the turn pauses
+    with a question (``ask_user``), ``ask`` gets it and returns the answer, or None to leave the
+    turn paused (default: ask in the terminal; no terminal input leaves it paused).
     """
     out = out or sys.stdout
     database = Database(database_url)
@@ -122,6 +126,19 @@ async def run_turn(
                 print(f"request: {request}\n", file=out, flush=True)
                 turn_input = InputState(messages=[HumanMessage(content=request or "")])
             final = await _stream_turn(graph, turn_input, config, context, out, show_tool_calls)
+            while (question := await _pending_interrupt(graph, config)) is not None:
+                answer = await (ask or ask_in_terminal)(question, out)
+                if answer is None:
+                    print(
+                        f"\nturn paused: it waits for your answer. Answer with "
+                        f'turnplan run --thread {thread} "<your answer>".',
+                        file=out,
+                        flush=True,
+                    )
+                    return TurnReport("paused", "", int(final.get("llmCalls", 0)), 0)
+                final = await _stream_turn(
+                    graph, Command(resume=answer), config, context, out, show_tool_calls
+                )
         rows_open = await _open_items(database, final)
     finally:
         await database.dispose()
@@ -141,7 +158,7 @@ async def run_turn(
 
 async def _stream_turn(
     graph: SupervisorGraph,
-    turn_input: InputState | None,
+    turn_input: InputState | Command[Any] | None,
     config: RunnableConfig,
     context: Context,
     out: TextIO,
@@ -160,6 +177,42 @@ async def _stream_turn(
         elif mode == "values" and isinstance(chunk, dict):
             final = chunk
     return final
+
+
+Ask = Callable[[dict[str, Any], TextIO], Awaitable[str | None]]
+"""Gets the value of a pending interrupt and returns the answer (None: leave it paused)."""
+
+
+async def _pending_interrupt(
+    graph: SupervisorGraph, config: RunnableConfig
+) -> dict[str, Any] | None:
+    """The value of the interrupt the run paused at, if it paused."""
+    state = await graph.aget_state(config)
+    for interrupt in state.interrupts:
+        if isinstance(interrupt.value, dict):
+            return interrupt.value
+    return None
+
+
+async def ask_in_terminal(question: dict[str, Any], out: TextIO) -> str | None:
+    """Print the question (and its options, numbered) and read one line from standard input;
+    a number picks that option. None when there is no input to read (EOF)."""
+    print(f"\n? {question.get('question', '')}", file=out)
+    options = [str(option) for option in question.get("options") or []]
+    for number, option in enumerate(options, start=1):
+        print(f"  {number}. {option}", file=out)
+    print("> ", end="", file=out, flush=True)
+    try:
+        line: str = await asyncio.to_thread(sys.stdin.readline)
+    except (OSError, ValueError):
+        return None
+    if not line:
+        print(file=out)
+        return None
+    answer = line.strip()
+    if answer.isdigit() and 1 <= int(answer) <= len(options):
+        return options[int(answer) - 1]
+    return answer
 
 
 async def _open_items(database: Database, final: dict[str, Any]) -> int:

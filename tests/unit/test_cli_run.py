@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 from pathlib import Path
 
@@ -9,6 +11,9 @@ import pytest
 
 from agent.cli import main
 from agent.models import clear_model_cache
+from storage import Database
+from storage.repositories.tasks import TaskRepository
+from tests.http_asking import OPTIONS, asking_model
 from tests.http_oracle import HttpPlanOracle
 from tests.scripted_openai import ScriptedOpenAIServer, server_error, text
 
@@ -142,3 +147,69 @@ def test_run_with_the_conversation_toolset_binds_it_and_writes_the_task_file(
         main(["run", "--toolset", "calendar", "anything"])
     assert refused.value.code == 2
     assert "invalid choice: 'calendar'" in capsys.readouterr().err
+
+
+async def _two_call_tasks(database_url: str) -> None:
+    database = Database(database_url)
+    await database.create_schema()
+    async with database.session() as session:
+        for title in OPTIONS:
+            await TaskRepository(session, "local-user").add(title, "")
+    await database.dispose()
+
+
+def _done(database_url: str) -> dict[str, bool]:
+    async def read() -> dict[str, bool]:
+        database = Database(database_url)
+        async with database.session() as session:
+            tasks = await TaskRepository(session, "local-user").find()
+        await database.dispose()
+        return {task.title: task.completed for task in tasks}
+
+    return asyncio.run(read())
+
+
+def test_a_question_is_asked_in_the_terminal_and_a_number_picks_an_option(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    scripted_openai.respond_with(asking_model)
+    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    asyncio.run(_two_call_tasks(database))
+    monkeypatch.setattr("sys.stdin", io.StringIO("2\n"))
+
+    status = main(["run", "--model", "openai:scripted", "--database", database, "call task"])
+
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "? Which call task?\n  1. call mom\n  2. call dad\n> " in out
+    assert "turn answered" in out
+    assert _done(database) == {"call mom": False, "call dad": True}
+
+
+def test_with_no_answer_the_turn_stays_paused_and_the_next_message_answers_it(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    scripted_openai.respond_with(asking_model)
+    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    asyncio.run(_two_call_tasks(database))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    base = ["run", "--model", "openai:scripted", "--database", database, "--thread", "t-ask"]
+
+    assert main([*base, "call task"]) == 0
+    paused = capsys.readouterr().out
+    assert (
+        "turn paused: it waits for your answer. Answer with turnplan run --thread t-ask" in paused
+    )
+    assert _done(database) == {"call mom": False, "call dad": False}
+
+    assert main([*base, "call mom"]) == 0
+    assert "turn answered" in capsys.readouterr().out
+    assert _done(database) == {"call mom": True, "call dad": False}

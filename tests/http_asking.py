@@ -1,0 +1,50 @@
+"""A model behind the scripted OpenAI-compatible server that asks the user mid-plan.
+
+It plans one item, tries ``complete_task("call")`` (two tasks match), asks which one with
+``ask_user`` on the ambiguity error, completes the task the answer names, closes the item and
+answers. It reads only the request body, as a real model behind ``ChatOpenAI`` would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.fakes import plan_rows
+from tests.http_oracle import system_prompt_of
+from tests.scripted_openai import Reply, text, tool_calls
+
+OPTIONS = ["call mom", "call dad"]
+
+
+def _results_of_last_step(body: dict[str, Any]) -> dict[str, str]:
+    """The newest assistant message's tool results, by tool name."""
+    messages = body.get("messages") or []
+    results: dict[str, str] = {}
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            names = {
+                call["id"]: call["function"]["name"] for call in message.get("tool_calls") or []
+            }
+            return {names.get(call_id, "?"): content for call_id, content in results.items()}
+        results[message.get("tool_call_id", "")] = str(message.get("content") or "")
+    return {}
+
+
+def asking_model(body: dict[str, Any]) -> Reply:
+    rows = plan_rows(system_prompt_of(body))
+    if not rows:
+        return tool_calls(
+            ("create_todo", {"items": [{"title": "Complete the call task"}]}),
+            ("complete_task", {"task_identifier": "call"}),
+        )
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return text("Done: I completed it.")
+    results = _results_of_last_step(body)
+    if "VALIDATION_ERROR" in results.get("complete_task", ""):
+        return tool_calls(("ask_user", {"question": "Which call task?", "options": OPTIONS}))
+    if "ask_user" in results:
+        return tool_calls(("complete_task", {"task_identifier": results["ask_user"]}))
+    outcome = json.loads(results.get("complete_task", "{}")).get("message", "completed")
+    return tool_calls(("complete_todo", {"todoId": current.id, "outcome": outcome or "done"}))
