@@ -48,6 +48,13 @@ class Context:
             "too weak to decide, and for products that want every turn on record as a plan)."
         },
     )
+    approve_plan: bool = field(
+        default=False,
+        metadata={
+            "description": "Pause for the user's approval of each new plan before any item is "
+            "worked (an interrupt of type plan_approval; resume with approve, edit or reject)."
+        },
+    )
     user_id: str = field(
         default="local-user",
         metadata={

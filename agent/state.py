@@ -70,6 +70,12 @@ class SupervisorState(InputState):
     remindersInARow: int = 0
     """Premature answers since the last tool round; past ``max_reminders`` the turn stops."""
 
+    approvePlan: bool = False
+    """``Context.approve_plan`` of the run that started the turn (a resume may not send it)."""
+
+    planApproved: bool = False
+    """The user approved the turn's plan (only asked when ``Context.approve_plan``)."""
+
     turnStatus: TurnStatus = "running"
     """How the turn ended: answered; budget_exhausted or stalled (an honest partial answer
     listing what was and was not done); failed (model or database error)."""

@@ -190,10 +190,45 @@ class TurnPlan:
         receipt: Receipt | None = None,
     ) -> PlanChange:
         """Create the items as pending rows and start the first one if none is in progress."""
+        return await self._add(items, limits, receipt, replace_open=False)
+
+    async def replace_open_items(
+        self, items: Sequence[TodoItemInput], limits: PlanLimits
+    ) -> PlanChange:
+        """Replace the open rows with ``items`` in one transaction (an edit of a plan nobody
+        has worked yet); an invalid batch changes nothing."""
+        return await self._add(items, limits, None, replace_open=True)
+
+    async def cancel_open(self, outcome: str) -> list[TurnTodo]:
+        """Cancel every open row with ``outcome`` (a plan the user rejected)."""
+        try:
+            async with self._database.session() as session:
+                repository = TurnTodoRepository(session)
+                rows = await repository.find_by_turn(self.scope)
+                cancelled = []
+                for row in rows:
+                    if row.status in OPEN_TODO_STATUSES and await repository.close_if_open(
+                        row.id, status="cancelled", outcome=outcome, completed_at=utc_now_iso()
+                    ):
+                        cancelled.append(row)
+        except (SQLAlchemyError, OSError) as error:
+            raise database_failure(error) from error
+        return cancelled
+
+    async def _add(
+        self,
+        items: Sequence[TodoItemInput],
+        limits: PlanLimits,
+        receipt: Receipt | None,
+        *,
+        replace_open: bool,
+    ) -> PlanChange:
         cleaned = validate_items(items, limits)
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
+                if replace_open:
+                    await repository.delete_open(self.scope)
                 highest = await repository.max_priority(self.scope)
                 next_priority = 0 if highest is None else highest + 1
                 explicit = [item.order - 1 for item in cleaned if item.order is not None]

@@ -25,6 +25,7 @@ from agent.deps import SupervisorDeps
 from agent.errors import OPERATOR_FAULTS, ToolFailure, error_code_of
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
+from agent.plan_approval import ask_for_approval, awaiting_approval
 from agent.state import SupervisorState
 from agent.turn_identity import REMINDER_NAME
 from agent.turn_lineage import claim_next_step
@@ -33,9 +34,10 @@ from agent.turn_outcome import (
     plan_complete_message,
     stalled_message,
 )
-from agent.turn_plan import PlanCounts, TurnPlan
+from agent.turn_plan import PlanCounts, PlanLimits, TurnPlan
 from prompts import render_prompt
 from storage.models import TurnTodo
+from storage.repositories import TurnScope
 
 
 def extended_budget(budget: int, llm_calls: int, context: Context) -> int:
@@ -60,6 +62,18 @@ def reminder(rows: list[TurnTodo]) -> HumanMessage:
     )
 
 
+def open_rows(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
+    return [row for row in rows if row.status in ("pending", "in_progress")]
+
+
+def plan_limits(context: Context) -> PlanLimits:
+    return PlanLimits(
+        max_title_length=context.max_title_length,
+        max_text_length=context.max_text_length,
+        max_batch_items=context.max_batch_items,
+    )
+
+
 def operator_faults(messages: Sequence[AnyMessage], turn_message_id: str) -> int:
     """Tool results of this turn (after its human message) that are operator faults."""
     count = 0
@@ -75,17 +89,28 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
     async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         await deps.prepare()
+        approval: dict[str, Any] = {}
         try:
+            if state.approvePlan and not state.planApproved:
+                # Before the step is claimed: the pause must not move the turn's step on, or
+                # the run that answers it would look like a fork (``agent.turn_lineage``).
+                plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
+                rows, _ = await plan.rows()
+                if awaiting_approval(state.approvePlan, state.planApproved, open_rows(rows)):
+                    approval = await ask_for_approval(plan, rows, plan_limits(context))
             claim = await claim_next_step(deps.database, state)
             rows, counts = await TurnPlan(deps.database, claim.scope).rows()
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
+        messages = [*approval.pop("messages", []), *result.pop("messages", [])]
         return {
             **claim.update(),
             "todos": [row.to_dict() for row in rows],
             "toolErrors": operator_faults(state.messages, state.turnMessageId),
+            **approval,
             **result,
+            **({"messages": messages} if messages else {}),
         }
 
     return drain

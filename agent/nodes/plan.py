@@ -20,7 +20,9 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
+from agent.nodes.drain import plan_limits
 from agent.pending_question import answer_with_message, pending_question
+from agent.plan_approval import apply_decision, awaiting_approval, decision_from_message
 from agent.state import SupervisorState
 from agent.turn_identity import (
     conversation_id_of,
@@ -29,6 +31,7 @@ from agent.turn_identity import (
     turn_id_of,
 )
 from agent.turn_lineage import TurnRefused, begin_turn, task_id_of
+from agent.turn_plan import TurnPlan
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
@@ -46,6 +49,15 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             question = pending_question(state.messages, human)
             if question is not None:
                 return answer_with_message(question, human)
+            if state.approvePlan and not state.planApproved:
+                plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
+                decision = decision_from_message(message_text(human))
+                try:
+                    open_items, _ = await plan.rows(["pending", "in_progress"])
+                    if awaiting_approval(state.approvePlan, state.planApproved, open_items):
+                        return await apply_decision(plan, decision, plan_limits(context))
+                except ToolFailure as failure:
+                    return end_turn_with_failure(failure.message, None)
         config = get_config()
         named = TurnScope(
             conversation_id=conversation_id_of(
@@ -61,6 +73,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "turnMessageId": human.id or "",
             "llmCalls": 0,
             "remindersInARow": 0,
+            "planApproved": False,
+            "approvePlan": context.approve_plan,
             "iterationBudget": context.base_iterations,
             "turnStatus": "running",
             "turnStep": 0,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -23,6 +23,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.ordered_tools import Execute, ToolResult, build_tools_node, request_messages
+from agent.plan_approval import PLAN_TOOLS, awaiting_approval
 from agent.tool_catalog import ToolCatalog
 from agent.tool_ledger import CallAlreadyRecorded, recorded_results
 from agent.turn_identity import call_record_id, issuing_message
@@ -59,6 +60,24 @@ async def _run_tool(request: ToolCallRequest, catalog: ToolCatalog) -> ToolCallR
     return request
 
 
+def _refuse_before_approval(request: ToolCallRequest, issuer: AIMessage | None) -> None:
+    """With ``approve_plan``, nothing but the plan tools runs until the user approves the plan
+    (``agent.plan_approval``)."""
+    state = request.state
+    values = state if isinstance(state, dict) else vars(state)
+    planning = issuer is not None and any(c["name"] == "create_todo" for c in issuer.tool_calls)
+    todos = values.get("todos") or ([None] if planning else [])
+    name = request.tool_call.get("name", "")
+    asked, approved = bool(values.get("approvePlan")), bool(values.get("planApproved"))
+    if name not in PLAN_TOOLS and awaiting_approval(asked, approved, todos):
+        raise ToolFailure(
+            ErrorCode.NOT_RUN,
+            f"{name} was not run: the plan has not been approved by the user. Nothing changed.",
+            "The turn pauses for the user's approval after this step; once the plan is "
+            "approved, make this call again.",
+        )
+
+
 def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> ToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log."""
@@ -74,6 +93,7 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
             recorded = await recorded_results(database, scope.conversation_id, [record_id])
             if record_id in recorded:
                 return recorded[record_id].as_tool_result(call_id)
+        _refuse_before_approval(request, issuer)
         request = await _run_tool(request, catalog)
         try:
             result = await execute(request)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import and_, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -164,6 +164,21 @@ class TurnTodoRepository:
         result = await self._session.execute(statement)
         await self._refresh(todo_id)
         return bool(getattr(result, "rowcount", 0))
+
+    async def delete_open(self, scope: TurnScope) -> int:
+        """Delete the turn's pending and in-progress rows (a plan replaced before any of it was
+        worked); closed rows stay."""
+        statement = (
+            delete(TurnTodo)
+            .where(
+                TurnTodo.conversationId == scope.conversation_id,
+                TurnTodo.turnId == scope.turn_id,
+                TurnTodo.status.in_(OPEN_TODO_STATUSES),
+            )
+            .execution_options(synchronize_session=False)
+        )
+        result = await self._session.execute(statement)
+        return int(getattr(result, "rowcount", 0) or 0)
 
     async def _refresh(self, todo_id: str) -> None:
         """Bring a loaded row in line with a statement that bypassed the ORM."""

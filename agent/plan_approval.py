@@ -1,0 +1,123 @@
+"""Plan approval (``Context.approve_plan``): the user sees a new plan before any of it is worked.
+
+The ``drain`` after the ``create_todo`` step pauses the run with an interrupt whose value is
+``{"type": "plan_approval", "items": [<open rows>]}``. Until the plan is approved, the tools node
+refuses every call but the plan tools and ``ask_user`` (``NOT_RUN``: nothing was done), so an
+action written in the same message as ``create_todo`` waits for the approval. The resume value:
+
+- ``{"action": "approve"}``: the turn goes on;
+- ``{"action": "edit", "items": [...]}``: the open items are replaced in one transaction,
+  validated as ``create_todo``'s, and the turn goes on with them;
+- ``{"action": "reject", "reason": "..."}``: every open item is cancelled with the reason as its
+  outcome, the model is told, and it answers saying so.
+
+Anything else pauses again with ``"error"`` added to the value, and changes nothing. A new
+message while the approval is pending answers it: a plain yes (``AFFIRMATIVE``) approves,
+anything else rejects with the message as the reason (the model may then propose another plan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import HumanMessage
+from langgraph.types import interrupt
+from pydantic import TypeAdapter, ValidationError
+
+from agent.errors import ToolFailure, describe_validation_error
+from agent.turn_identity import REMINDER_NAME
+from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from prompts import load_prompt, render_prompt
+from storage.models import OPEN_TODO_STATUSES, TurnTodo
+
+PLAN_TOOLS = frozenset({"create_todo", "list_todo", "ask_user"})
+"""What the model may call while its plan waits for approval."""
+AFFIRMATIVE = frozenset(
+    {"yes", "y", "ok", "okay", "approve", "approved", "go", "go ahead", "sure", "looks good"}
+)
+_ITEMS = TypeAdapter(list[TodoItemInput])
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Literal["approve", "edit", "reject"]
+    items: list[TodoItemInput] | None = None
+    reason: str = ""
+
+
+def awaiting_approval(asked: bool, approved: bool, todos: Sequence[Any]) -> bool:
+    """Whether the turn (started with ``approve_plan``: ``asked``) has a plan the user has not
+    approved yet. The turn keeps ``approve_plan`` in its state, so a resume that does not send
+    the context again still honours it."""
+    return asked and not approved and bool(todos)
+
+
+def parse_decision(value: Any) -> Decision:
+    """The resume value as a decision; ``ValueError`` says what is wrong with it."""
+    action = value.get("action") if isinstance(value, dict) else None
+    if action == "approve":
+        return Decision("approve")
+    if action == "reject":
+        reason = value.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError('"reject" needs a non-empty "reason".')
+        return Decision("reject", reason=reason.strip())
+    if action == "edit":
+        try:
+            items = _ITEMS.validate_python(value.get("items"))
+        except ValidationError as error:
+            problem = describe_validation_error(error)
+            raise ValueError(f'"edit" needs valid "items": {problem}') from None
+        return Decision("edit", items=items)
+    raise ValueError(
+        'Resume with {"action": "approve"}, {"action": "edit", "items": [...]} or '
+        '{"action": "reject", "reason": "..."}.'
+    )
+
+
+def decision_from_message(text: str) -> Decision:
+    """A chat message sent while the approval is pending, as a decision."""
+    words = " ".join(text.lower().replace("!", " ").replace(".", " ").split())
+    if words in AFFIRMATIVE:
+        return Decision("approve")
+    return Decision("reject", reason=text.strip() or "no reason given")
+
+
+async def apply_decision(plan: TurnPlan, decision: Decision, limits: PlanLimits) -> dict[str, Any]:
+    """Carry out a decision; the state update that records it (``ToolFailure``: an invalid
+    edit, nothing changed)."""
+    if decision.action == "approve":
+        return {"planApproved": True}
+    if decision.action == "edit":
+        assert decision.items is not None
+        await plan.replace_open_items(decision.items, limits)
+        note = HumanMessage(content=load_prompt("plan_edited"), name=REMINDER_NAME)
+        return {"planApproved": True, "messages": [note]}
+    await plan.cancel_open(f"Rejected by the user: {decision.reason}")
+    note = HumanMessage(
+        content=render_prompt("plan_rejected", reason=decision.reason), name=REMINDER_NAME
+    )
+    return {"messages": [note]}
+
+
+async def ask_for_approval(
+    plan: TurnPlan, rows: Sequence[TurnTodo], limits: PlanLimits
+) -> dict[str, Any]:
+    """Pause for the user's decision on the open rows, until a valid one comes."""
+    error = ""
+    while True:
+        payload: dict[str, Any] = {
+            "type": "plan_approval",
+            "items": [row.to_dict() for row in rows if row.status in OPEN_TODO_STATUSES],
+        }
+        if error:
+            payload["error"] = error
+        value = interrupt(payload)
+        try:
+            return await apply_decision(plan, parse_decision(value), limits)
+        except ValueError as problem:
+            error = str(problem)
+        except ToolFailure as failure:
+            error = f'"edit" items are invalid: {failure.message}'

@@ -1,0 +1,148 @@
+"""``approve_plan``: a new plan waits for the user's approval before any item is worked; the
+resume value approves, edits or rejects it; a malformed one asks again; a chat message answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from agent.context import Context
+from agent.graph import build_graph
+from storage import Database
+from storage.repositories.tasks import TaskRepository
+from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "approve"}}
+
+
+def adds(title: str) -> dict[str, Any]:
+    return tool_call("add_task", title=title.removeprefix("Add ").strip())
+
+
+def approval_aware_model(messages: list[BaseMessage]) -> AIMessage:
+    """Plans two items and acts on the first; then, for the item in progress, acts on it unless
+    the last step's action succeeded (a refused action before approval is made again), in which
+    case it closes it and acts on the next; answers when nothing is open."""
+    rows = plan_rows(str(messages[0].content))
+    if not rows:
+        return ai(
+            tool_call("create_todo", items=[{"title": "Add bread"}, {"title": "Add milk"}]),
+            adds("Add bread"),
+        )
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return AIMessage(content=f"Done: {len(rows)} items.")
+    results = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        results.append(message)
+    acted = any(m.name == "add_task" and m.status != "error" for m in results)
+    if not acted:
+        return ai(adds(current.title))
+    following = next((row for row in rows if row.mark == " "), None)
+    close = tool_call("complete_todo", todoId=current.id, outcome=f"did {current.title}")
+    return ai(close, *([adds(following.title)] if following else []))
+
+
+async def paused(database: Database) -> tuple[Any, dict[str, Any]]:
+    model = ScriptedChatModel(responder=approval_aware_model)
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(content="add bread and milk")]},
+        CONFIG,
+        context=Context(approve_plan=True),
+    )
+    return graph, result
+
+
+async def task_titles(database: Database) -> list[str]:
+    async with database.session() as session:
+        return sorted(t.title for t in await TaskRepository(session, "local-user").find())
+
+
+async def test_the_plan_waits_for_approval_and_nothing_is_worked_before_it(
+    database: Database,
+) -> None:
+    graph, result = await paused(database)
+
+    (pause,) = result["__interrupt__"]
+    assert pause.value["type"] == "plan_approval"
+    assert [item["title"] for item in pause.value["items"]] == ["Add bread", "Add milk"]
+    assert await task_titles(database) == []  # the action written beside create_todo waited
+    refused = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "add_task"]
+    assert '"NOT_RUN"' in str(refused[0].content)
+
+    done = await graph.ainvoke(Command(resume={"action": "approve"}), CONFIG)
+
+    assert done["turnStatus"] == "answered"
+    assert [row["status"] for row in done["todos"]] == ["completed", "completed"]
+    assert await task_titles(database) == ["bread", "milk"]
+
+
+async def test_an_edit_replaces_the_items_and_the_turn_works_the_new_ones(
+    database: Database,
+) -> None:
+    graph, _ = await paused(database)
+
+    done = await graph.ainvoke(
+        Command(resume={"action": "edit", "items": [{"title": "Add eggs"}]}), CONFIG
+    )
+
+    assert done["turnStatus"] == "answered"
+    assert [(row["title"], row["status"]) for row in done["todos"]] == [("Add eggs", "completed")]
+    assert await task_titles(database) == ["eggs"]
+
+
+async def test_a_rejection_cancels_every_item_and_the_model_says_so(database: Database) -> None:
+    graph, _ = await paused(database)
+
+    done = await graph.ainvoke(Command(resume={"action": "reject", "reason": "not today"}), CONFIG)
+
+    assert done["turnStatus"] == "answered"
+    assert [(row["status"], row["outcome"]) for row in done["todos"]] == [
+        ("cancelled", "Rejected by the user: not today")
+    ] * 2
+    assert await task_titles(database) == []
+    told = [m for m in done["messages"] if isinstance(m, HumanMessage) and m.name == "turnplan"]
+    assert 'rejected your plan: "not today"' in str(told[-1].content)
+
+
+async def test_a_malformed_decision_asks_again_and_changes_nothing(database: Database) -> None:
+    graph, _ = await paused(database)
+
+    again = await graph.ainvoke(Command(resume={"action": "edit", "items": [{}]}), CONFIG)
+
+    (pause,) = again["__interrupt__"]
+    assert pause.value["type"] == "plan_approval"
+    assert '"edit" needs valid "items"' in pause.value["error"]
+    assert [item["title"] for item in pause.value["items"]] == ["Add bread", "Add milk"]
+    done = await graph.ainvoke(Command(resume={"action": "approve"}), CONFIG)
+    assert await task_titles(database) == ["bread", "milk"]
+    assert done["turnStatus"] == "answered"
+
+
+async def test_a_message_while_waiting_approves_with_a_yes_and_rejects_otherwise(
+    database: Database,
+) -> None:
+    graph, _ = await paused(database)
+    done = await graph.ainvoke({"messages": [HumanMessage(content="Yes!")]}, CONFIG)
+    assert done["turnStatus"] == "answered"
+    assert [row["title"] for row in done["todos"]] == ["Add bread", "Add milk"]
+    assert "/fork-" not in done["turnId"]  # the same turn, answered, not a new one
+    assert await task_titles(database) == ["bread", "milk"]
+
+
+async def test_a_message_other_than_yes_rejects_the_plan_with_its_words(
+    database: Database,
+) -> None:
+    graph, _ = await paused(database)
+    done = await graph.ainvoke({"messages": [HumanMessage(content="no, only milk")]}, CONFIG)
+    assert done["turnStatus"] == "answered"
+    assert "/fork-" not in done["turnId"]
+    assert [row["outcome"] for row in done["todos"]] == ["Rejected by the user: no, only milk"] * 2
+    assert await task_titles(database) == []
