@@ -89,6 +89,11 @@ def add_run(subparsers: Subparsers) -> None:
         "conversation_tasks keeps a task list of the conversation in .agents/tasks/",
     )
     parser.add_argument(
+        "--approve-plan",
+        action="store_true",
+        help="show the plan and ask for your approval before any of it is worked",
+    )
+    parser.add_argument(
         "--thread",
         default=None,
         help="continue this conversation thread (kept in the database; printed by every run)",
@@ -127,6 +132,7 @@ async def run_command(args: argparse.Namespace) -> int:
             resume=args.resume,
             planning=args.plan,
             toolsets=args.toolsets,
+            approve_plan=args.approve_plan,
         )
     except ConfigurationError as error:
         print(f"turnplan run: {error}", file=sys.stderr)

@@ -50,8 +50,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent.context import Context
-from agent.tools.ask_user import ASK_USER
-from agent.tools.todos import TODO_TOOL_NAMES
+from agent.tool_names import ASK_USER, TODO_TOOL_NAMES
 from agent.turn_outcome import plan_complete_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo

@@ -22,7 +22,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agent.tools.ask_user import ASK_USER, answer_text
+from agent.tool_names import ASK_USER
+from agent.tools.ask_user import answer_text
 from agent.turn_identity import message_text
 
 

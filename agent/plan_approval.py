@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
+from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 from pydantic import TypeAdapter, ValidationError
 
 from agent.errors import ToolFailure, describe_validation_error
+from agent.progress import emit_todo_events
 from agent.turn_identity import REMINDER_NAME
 from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
 from prompts import load_prompt, render_prompt
@@ -90,12 +92,17 @@ async def apply_decision(plan: TurnPlan, decision: Decision, limits: PlanLimits)
     edit, nothing changed)."""
     if decision.action == "approve":
         return {"planApproved": True}
+    writer = get_stream_writer()
     if decision.action == "edit":
         assert decision.items is not None
-        await plan.replace_open_items(decision.items, limits)
+        change = await plan.replace_open_items(decision.items, limits)
+        emit_todo_events(writer, "planned", change.planned)
+        if change.started is not None:
+            emit_todo_events(writer, "started", [change.started])
         note = HumanMessage(content=load_prompt("plan_edited"), name=REMINDER_NAME)
         return {"planApproved": True, "messages": [note]}
-    await plan.cancel_open(f"Rejected by the user: {decision.reason}")
+    cancelled = await plan.cancel_open(f"Rejected by the user: {decision.reason}")
+    emit_todo_events(writer, "cancelled", cancelled)
     note = HumanMessage(
         content=render_prompt("plan_rejected", reason=decision.reason), name=REMINDER_NAME
     )

@@ -22,6 +22,7 @@ from langgraph.types import Command, StreamMode
 from agent.checkpoints import open_checkpointer
 from agent.context import Context, ToolsetName
 from agent.graph import SupervisorGraph, build_graph
+from agent.plan_approval import decision_from_message
 from agent.progress import EVENT_TYPE
 from agent.state import InputState
 from agent.turn_plan import TurnPlan
@@ -90,6 +91,7 @@ async def run_turn(
     resume: bool = False,
     planning: Literal["auto", "always"] = "auto",
     toolsets: Sequence[ToolsetName] | None = None,
+    approve_plan: bool = False,
     out: TextIO | None = None,
     show_tool_calls: bool = True,
     ask: Ask | None = None,
@@ -110,6 +112,8 @@ async def run_turn(
     context = Context(user_id=user_id, conversation_id=conversation_id, planning=planning)
     if toolsets is not None:
         context = replace(context, toolsets=list(toolsets))
+    if approve_plan:
+        context = replace(context, approve_plan=True)
     print(f"turnplan · database {database.url} · thread {thread}", file=out)
     final: dict[str, Any] = {}
     try:
@@ -179,7 +183,7 @@ async def _stream_turn(
     return final
 
 
-Ask = Callable[[dict[str, Any], TextIO], Awaitable[str | None]]
+Ask = Callable[[dict[str, Any], TextIO], Awaitable[Any]]
 """Gets the value of a pending interrupt and returns the answer (None: leave it paused)."""
 
 
@@ -194,13 +198,34 @@ async def _pending_interrupt(
     return None
 
 
-async def ask_in_terminal(question: dict[str, Any], out: TextIO) -> str | None:
-    """Print the question (and its options, numbered) and read one line from standard input;
-    a number picks that option. None when there is no input to read (EOF)."""
-    print(f"\n? {question.get('question', '')}", file=out)
-    options = [str(option) for option in question.get("options") or []]
+async def ask_in_terminal(pause: dict[str, Any], out: TextIO) -> Any:
+    """Show what the run paused for and read the answer from standard input (None when there
+    is nothing to read): a question, whose numbered options a number picks; or a plan to
+    approve, which a plain yes approves and any other reply rejects, with it as the reason."""
+    if pause.get("type") == "plan_approval":
+        print("\n? Approve this plan? (yes, or say why not)", file=out)
+        for number, item in enumerate(pause.get("items") or [], start=1):
+            print(f"  {number}. {item.get('title', '')}", file=out)
+        if pause.get("error"):
+            print(f"  ({pause['error']})", file=out)
+        line = await _read_line(out)
+        if line is None:
+            return None
+        decision = decision_from_message(line)
+        if decision.action == "approve":
+            return {"action": "approve"}
+        return {"action": "reject", "reason": decision.reason}
+    print(f"\n? {pause.get('question', '')}", file=out)
+    options = [str(option) for option in pause.get("options") or []]
     for number, option in enumerate(options, start=1):
         print(f"  {number}. {option}", file=out)
+    answer = await _read_line(out)
+    if answer is not None and answer.isdigit() and 1 <= int(answer) <= len(options):
+        return options[int(answer) - 1]
+    return answer
+
+
+async def _read_line(out: TextIO) -> str | None:
     print("> ", end="", file=out, flush=True)
     try:
         line: str = await asyncio.to_thread(sys.stdin.readline)
@@ -209,10 +234,7 @@ async def ask_in_terminal(question: dict[str, Any], out: TextIO) -> str | None:
     if not line:
         print(file=out)
         return None
-    answer = line.strip()
-    if answer.isdigit() and 1 <= int(answer) <= len(options):
-        return options[int(answer) - 1]
-    return answer
+    return line.strip()
 
 
 async def _open_items(database: Database, final: dict[str, Any]) -> int:

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.tool_ledger import record_result
 from storage import Database
@@ -48,6 +49,15 @@ class PlanLimits:
     max_title_length: int = 200
     max_text_length: int = 2000
     max_batch_items: int = 50
+
+
+def plan_limits(context: Context) -> PlanLimits:
+    """The plan limits a run's settings set."""
+    return PlanLimits(
+        max_title_length=context.max_title_length,
+        max_text_length=context.max_text_length,
+        max_batch_items=context.max_batch_items,
+    )
 
 
 @dataclass

@@ -48,3 +48,28 @@ def asking_model(body: dict[str, Any]) -> Reply:
         return tool_calls(("complete_task", {"task_identifier": results["ask_user"]}))
     outcome = json.loads(results.get("complete_task", "{}")).get("message", "completed")
     return tool_calls(("complete_todo", {"todoId": current.id, "outcome": outcome or "done"}))
+
+
+PLAN = ["Add bread", "Add milk"]
+
+
+def _add(title: str) -> tuple[str, dict[str, Any]]:
+    return ("add_task", {"title": title.removeprefix("Add ").strip()})
+
+
+def approval_aware_model(body: dict[str, Any]) -> Reply:
+    """Plans two additions and acts on the first; then acts on the item in progress unless the
+    last step's action succeeded (one refused before approval is made again), else closes it
+    and acts on the next; answers when nothing is open."""
+    rows = plan_rows(system_prompt_of(body))
+    if not rows:
+        return tool_calls(("create_todo", {"items": [{"title": t} for t in PLAN]}), _add(PLAN[0]))
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return text(f"Done: {len(rows)} items.")
+    action = _results_of_last_step(body).get("add_task")
+    if action is None or '"error"' in action:
+        return tool_calls(_add(current.title))
+    close = ("complete_todo", {"todoId": current.id, "outcome": f"did {current.title}"})
+    following = next((row for row in rows if row.mark == " "), None)
+    return tool_calls(close, *([_add(following.title)] if following else []))

@@ -34,7 +34,7 @@ from agent.turn_outcome import (
     plan_complete_message,
     stalled_message,
 )
-from agent.turn_plan import PlanCounts, PlanLimits, TurnPlan
+from agent.turn_plan import PlanCounts, TurnPlan, plan_limits
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -64,14 +64,6 @@ def reminder(rows: list[TurnTodo]) -> HumanMessage:
 
 def open_rows(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
     return [row for row in rows if row.status in ("pending", "in_progress")]
-
-
-def plan_limits(context: Context) -> PlanLimits:
-    return PlanLimits(
-        max_title_length=context.max_title_length,
-        max_text_length=context.max_text_length,
-        max_batch_items=context.max_batch_items,
-    )
 
 
 def operator_faults(messages: Sequence[AnyMessage], turn_message_id: str) -> int:

@@ -20,7 +20,6 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.nodes.drain import plan_limits
 from agent.pending_question import answer_with_message, pending_question
 from agent.plan_approval import apply_decision, awaiting_approval, decision_from_message
 from agent.state import SupervisorState
@@ -31,7 +30,7 @@ from agent.turn_identity import (
     turn_id_of,
 )
 from agent.turn_lineage import TurnRefused, begin_turn, task_id_of
-from agent.turn_plan import TurnPlan
+from agent.turn_plan import TurnPlan, plan_limits
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."

@@ -19,12 +19,12 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import interrupt
 from pydantic import Field, StringConstraints
 
+from agent.tool_names import ASK_USER
 from agent.tools.runtime import ToolRuntimeT, state_value
 from agent.turn_plan import TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
 
-ASK_USER = "ask_user"
 QUESTION_MAX_LENGTH = 2000
 OPTION_MAX_LENGTH = 200
 MAX_OPTIONS = 20

@@ -13,12 +13,18 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, tool
 
 from agent.progress import emit_todo_events
+from agent.tool_names import TODO_TOOL_NAMES
 from agent.tools.runtime import ToolRuntimeT, call_key, run_context, turn_scope
-from agent.turn_plan import PlanChange, PlanLimits, Receipt, TodoItemInput, TurnPlan
+from agent.turn_plan import (
+    PlanChange,
+    PlanLimits,
+    Receipt,
+    TodoItemInput,
+    TurnPlan,
+    plan_limits,
+)
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
-
-TODO_TOOL_NAMES = frozenset({"create_todo", "list_todo", "complete_todo"})
 
 ListFilter = Literal["pending", "in_progress", "completed", "cancelled", "all"]
 
@@ -72,12 +78,7 @@ def _closed(change: PlanChange) -> str:
 
 
 def _limits(runtime: ToolRuntimeT) -> PlanLimits:
-    context = run_context(runtime)
-    return PlanLimits(
-        max_title_length=context.max_title_length,
-        max_text_length=context.max_text_length,
-        max_batch_items=context.max_batch_items,
-    )
+    return plan_limits(run_context(runtime))
 
 
 def build_todo_tools(database: Database) -> list[BaseTool]:

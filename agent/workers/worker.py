@@ -18,7 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 
 from agent.state import extend_or_reset
-from agent.tools.todos import TODO_TOOL_NAMES
+from agent.tool_names import TODO_TOOL_NAMES
 
 DELEGATE_TOOL_NAME = "delegate"
 FORBIDDEN_WORKER_TOOLS = TODO_TOOL_NAMES | {DELEGATE_TOOL_NAME}

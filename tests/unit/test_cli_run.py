@@ -13,7 +13,7 @@ from agent.cli import main
 from agent.models import clear_model_cache
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.http_asking import OPTIONS, asking_model
+from tests.http_asking import OPTIONS, approval_aware_model, asking_model
 from tests.http_oracle import HttpPlanOracle
 from tests.scripted_openai import ScriptedOpenAIServer, server_error, text
 
@@ -213,3 +213,51 @@ def test_with_no_answer_the_turn_stays_paused_and_the_next_message_answers_it(
     assert main([*base, "call mom"]) == 0
     assert "turn answered" in capsys.readouterr().out
     assert _done(database) == {"call mom": True, "call dad": False}
+
+
+def _run_with_approval(
+    server: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    reply: str,
+) -> tuple[int, str, str]:
+    """``turnplan run --approve-plan`` with ``reply`` typed at the prompt: status, output and
+    database URL."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.respond_with(approval_aware_model)
+    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setattr("sys.stdin", io.StringIO(reply))
+    status = main(
+        ["run", "--model", "openai:scripted", "--database", database, "--approve-plan", "two"]
+    )
+    return status, capsys.readouterr().out, database
+
+
+def test_approve_plan_shows_the_plan_and_a_yes_lets_it_run(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, database = _run_with_approval(
+        scripted_openai, tmp_path, monkeypatch, capsys, "yes\n"
+    )
+    assert status == 0
+    assert "? Approve this plan? (yes, or say why not)\n  1. Add bread\n  2. Add milk\n" in out
+    assert "turn answered" in out
+    assert sorted(_done(database)) == ["bread", "milk"]
+
+
+def test_any_other_reply_rejects_the_plan_with_it_as_the_reason(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, database = _run_with_approval(
+        scripted_openai, tmp_path, monkeypatch, capsys, "not now\n"
+    )
+    assert status == 0
+    assert "✗ cancelled Add bread — Rejected by the user: not now" in out
+    assert _done(database) == {}
