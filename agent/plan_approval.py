@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 from pydantic import TypeAdapter, ValidationError
@@ -107,6 +107,19 @@ async def apply_decision(plan: TurnPlan, decision: Decision, limits: PlanLimits)
         content=render_prompt("plan_rejected", reason=decision.reason), name=REMINDER_NAME
     )
     return {"messages": [note]}
+
+
+def decided_by_message(
+    human: HumanMessage, decision: Decision, update: dict[str, Any]
+) -> dict[str, Any]:
+    """``update`` for a decision the user's chat message made: the message leaves the history
+    (it answered the pause; kept, a later run without a new message would take it for a new
+    request), and the model is told what it decided."""
+    assert human.id, "add_messages gives every message an id"
+    notes = list(update.get("messages", []))
+    if decision.action == "approve":
+        notes = [HumanMessage(content=load_prompt("plan_approved"), name=REMINDER_NAME)]
+    return {**update, "messages": [RemoveMessage(id=human.id), *notes]}
 
 
 async def ask_for_approval(

@@ -30,6 +30,8 @@ class Toolset:
     name: str
     tools: tuple[BaseTool, ...]
     prompt_section: str | None = None
+    records_itself: bool = True
+    """Its tools record each call's result with their effect (exactly-once replay)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,16 @@ class ToolCatalog:
     extra: Sequence[BaseTool] = ()
     mcp: McpTools | None = None
     _warned: set[str] = field(default_factory=set, init=False)
+
+    def records_itself(self, name: str) -> bool:
+        """Whether the tool of that name records its own results (core and built-in toolset
+        tools do); the tools node records the others' results after the call."""
+        if any(tool.name == name for tool in self.core):
+            return True
+        return any(
+            toolset.records_itself and any(tool.name == name for tool in toolset.tools)
+            for toolset in self.toolsets.values()
+        )
 
     @property
     def static_tools(self) -> list[BaseTool]:

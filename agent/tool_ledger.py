@@ -68,6 +68,21 @@ async def record_result(
         raise CallAlreadyRecorded(key.tool_call_id) from error
 
 
+async def record_after_call(database: Database, key: ToolCallKey, content: str) -> None:
+    """Record the result of a tool that keeps no record itself (an MCP or caller tool), right
+    after it returned: not atomic with its effect, but a tools step re-run after a pause or a
+    crash that came later replays it instead of calling again."""
+    if not key.tool_call_id or not key.conversation_id:
+        return
+    try:
+        async with database.session() as session:
+            await record_result(session, key, content)
+    except CallAlreadyRecorded:
+        return
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "tool call record") from error
+
+
 async def recorded_results(
     database: Database, conversation_id: str, tool_call_ids: Iterable[str]
 ) -> dict[str, RecordedResult]:

@@ -21,7 +21,12 @@ from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
 from agent.pending_question import answer_with_message, pending_question
-from agent.plan_approval import apply_decision, awaiting_approval, decision_from_message
+from agent.plan_approval import (
+    apply_decision,
+    awaiting_approval,
+    decided_by_message,
+    decision_from_message,
+)
 from agent.state import SupervisorState
 from agent.turn_identity import (
     conversation_id_of,
@@ -54,7 +59,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                 try:
                     open_items, _ = await plan.rows(["pending", "in_progress"])
                     if awaiting_approval(state.approvePlan, state.planApproved, open_items):
-                        return await apply_decision(plan, decision, plan_limits(context))
+                        update = await apply_decision(plan, decision, plan_limits(context))
+                        return decided_by_message(human, decision, update)
                 except ToolFailure as failure:
                     return end_turn_with_failure(failure.message, None)
         config = get_config()

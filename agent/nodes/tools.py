@@ -25,11 +25,13 @@ from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.ordered_tools import Execute, ToolResult, build_tools_node, request_messages
 from agent.plan_approval import PLAN_TOOLS, awaiting_approval
 from agent.tool_catalog import ToolCatalog
-from agent.tool_ledger import CallAlreadyRecorded, recorded_results
-from agent.turn_identity import call_record_id, issuing_message
+from agent.tool_ledger import CallAlreadyRecorded, record_after_call, recorded_results
+from agent.tool_names import ASK_USER
+from agent.turn_identity import call_record_id, issuing_message, message_text
 from agent.turn_lineage import check_current
 from storage import Database
-from storage.repositories import TurnScope
+from storage.models import OPEN_TODO_STATUSES
+from storage.repositories import ToolCallKey, TurnScope
 
 logger = logging.getLogger("agent.tools")
 
@@ -66,7 +68,10 @@ def _refuse_before_approval(request: ToolCallRequest, issuer: AIMessage | None) 
     state = request.state
     values = state if isinstance(state, dict) else vars(state)
     planning = issuer is not None and any(c["name"] == "create_todo" for c in issuer.tool_calls)
-    todos = values.get("todos") or ([None] if planning else [])
+    open_todos = [
+        todo for todo in values.get("todos") or [] if todo.get("status") in OPEN_TODO_STATUSES
+    ]
+    todos = open_todos or ([None] if planning else [])
     name = request.tool_call.get("name", "")
     asked, approved = bool(values.get("approvePlan")), bool(values.get("planApproved"))
     if name not in PLAN_TOOLS and awaiting_approval(asked, approved, todos):
@@ -75,6 +80,21 @@ def _refuse_before_approval(request: ToolCallRequest, issuer: AIMessage | None) 
             f"{name} was not run: the plan has not been approved by the user. Nothing changed.",
             "The turn pauses for the user's approval after this step; once the plan is "
             "approved, make this call again.",
+        )
+
+
+def _one_question_per_message(request: ToolCallRequest, issuer: AIMessage | None) -> None:
+    """A second ``ask_user`` in one message is refused: the answer to the first could otherwise
+    be taken for the second's when the user replies with a chat message."""
+    call_id = request.tool_call.get("id")
+    if request.tool_call.get("name") != ASK_USER or issuer is None:
+        return
+    first = next((call for call in issuer.tool_calls if call["name"] == ASK_USER), None)
+    if first is not None and first["id"] != call_id:
+        raise ToolFailure(
+            ErrorCode.NOT_RUN,
+            "Only one question is asked at a time; this one was not asked.",
+            "Ask it again after the user has answered the first one.",
         )
 
 
@@ -94,6 +114,7 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
             if record_id in recorded:
                 return recorded[record_id].as_tool_result(call_id)
         _refuse_before_approval(request, issuer)
+        _one_question_per_message(request, issuer)
         request = await _run_tool(request, catalog)
         try:
             result = await execute(request)
@@ -111,6 +132,13 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
                 exc_info=True,
             )
             raise
+        if (
+            isinstance(result, ToolMessage)
+            and result.status != "error"
+            and not catalog.records_itself(name)
+        ):
+            key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
+            await record_after_call(database, key, message_text(result))
         if isinstance(result, ToolMessage) and result.status == "error":
             code = error_code_of(result.content)
             if code in OPERATOR_FAULTS:

@@ -25,7 +25,6 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -132,7 +131,10 @@ class _HeldSession:
                 await self._closing.wait()
         except BaseException as error:  # reported to the waiting caller
             if not self._ready.done():
-                self._ready.set_exception(error)
+                if isinstance(error, asyncio.CancelledError):
+                    self._ready.cancel()
+                else:
+                    self._ready.set_exception(error)
             elif not isinstance(error, asyncio.CancelledError | Exception):
                 raise
             logger.debug("MCP session to %s ended: %r", self._server, error)
@@ -145,9 +147,14 @@ class _HeldSession:
         return not self._task.done()
 
     async def close(self) -> None:
+        """End the session; one that never started (a server hanging in its handshake) is
+        cancelled. ``asyncio.wait`` leaves a cancellation of the caller itself to the caller."""
         self._closing.set()
-        with suppress(BaseException):
-            await self._task
+        if not self._ready.done():
+            self._task.cancel()
+        await asyncio.wait([self._task])
+        if self._ready.done() and not self._ready.cancelled():
+            self._ready.exception()  # retrieved: the caller was told through session()
 
 
 class ConversationSessions:

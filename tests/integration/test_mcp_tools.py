@@ -12,13 +12,16 @@ from typing import Any
 
 import psutil
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_mcp_adapters.sessions import Connection
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
-from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
+from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
 
 NOTES_SERVER: Connection = {
     "transport": "stdio",
@@ -206,4 +209,32 @@ async def test_a_settings_file_names_the_servers(
     assert result["turnStatus"] == "answered"
     assert "remember" not in model.bound_tool_names
     assert any("server 'notes' needs a \"transport\"" in r.getMessage() for r in caplog.records)
+    await database.dispose()
+
+
+async def test_an_mcp_call_beside_a_question_is_not_made_again_when_the_answer_resumes(
+    tmp_path: Path,
+) -> None:
+    """LangGraph runs the whole tools step again on resume; the MCP call made before the
+    question is replayed from its record, not sent to the server a second time."""
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'mcp.db'}")
+    model = ScriptedChatModel(
+        script=[
+            ai(
+                tool_call("remember", text="milk"), tool_call("ask_user", question="Anything else?")
+            ),
+            ai(tool_call("recall")),
+            AIMessage(content="Noted."),
+        ]
+    )
+    graph = build_graph(
+        model, database=database, checkpointer=InMemorySaver(), mcp_servers={"notes": NOTES_SERVER}
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "beside"}}
+    await graph.ainvoke({"messages": [HumanMessage(content="remember milk")]}, config)
+
+    result = await graph.ainvoke(Command(resume="no"), config)
+
+    assert text_of(tool_results(result, "remember")[0]) == "noted (1 in this session)"
+    assert text_of(tool_results(result, "recall")[0]) == "milk"
     await database.dispose()

@@ -185,3 +185,23 @@ async def test_a_message_answer_runs_the_calls_that_waited_and_does_not_ask_agai
     assert "__interrupt__" not in result
     assert result["turnStatus"] == "answered"
     assert await done_tasks(database) == {"call mom": True, "call dad": False, "buy a card": False}
+
+
+async def test_a_second_question_in_one_message_is_not_asked(database: Database) -> None:
+    model = ScriptedChatModel(
+        script=[
+            ai(tool_call("ask_user", question="First?"), tool_call("ask_user", question="Second?")),
+            AIMessage(content="Thanks."),
+        ]
+    )
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+    paused = await graph.ainvoke({"messages": [HumanMessage(content="hm")]}, CONFIG)
+    assert [p.value["question"] for p in paused["__interrupt__"]] == ["First?"]
+
+    result = await graph.ainvoke(Command(resume="one"), CONFIG)
+
+    assert "__interrupt__" not in result
+    first, second = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert first.content == "one"
+    assert json.loads(str(second.content))["error"] == "NOT_RUN"
+    assert result["turnStatus"] == "answered"

@@ -146,3 +146,32 @@ async def test_a_message_other_than_yes_rejects_the_plan_with_its_words(
     assert "/fork-" not in done["turnId"]
     assert [row["outcome"] for row in done["todos"]] == ["Rejected by the user: no, only milk"] * 2
     assert await task_titles(database) == []
+
+
+async def test_after_a_rejection_an_action_without_a_plan_runs(database: Database) -> None:
+    graph, _ = await paused(database)
+    # The model's reply to the rejection: one action, no new plan.
+    graph_model = ScriptedChatModel(
+        script=[ai(tool_call("add_task", title="milk")), AIMessage(content="Added milk only.")]
+    )
+    graph = build_graph(graph_model, database=database, checkpointer=graph.checkpointer)
+
+    done = await graph.ainvoke({"messages": [HumanMessage(content="no, only milk")]}, CONFIG)
+
+    assert done["turnStatus"] == "answered"
+    assert await task_titles(database) == ["milk"]
+
+
+async def test_a_run_without_a_new_message_after_a_message_approval_is_not_a_turn(
+    database: Database,
+) -> None:
+    graph, _ = await paused(database)
+    await graph.ainvoke({"messages": [HumanMessage(content="yes")]}, CONFIG)
+
+    again = await graph.ainvoke({"messages": []}, CONFIG)
+
+    assert again["turnStatus"] == "failed"
+    assert "no new message" in str(again["messages"][-1].content)
+    assert [m.content for m in again["messages"] if isinstance(m, HumanMessage) and not m.name] == [
+        "add bread and milk"
+    ]
