@@ -105,6 +105,13 @@ class Context:
         default=50,
         metadata={"description": "Most items one create_todo call may create."},
     )
+    max_parallel_tools: int = field(
+        default=8,
+        metadata={
+            "description": "Tool calls of one model message that run at once (todo tools and "
+            "ask_user always run one at a time, in the order written)."
+        },
+    )
     request_timeout: float = field(
         default=60.0,
         metadata={"description": "Seconds before one model request is abandoned (then retried)."},
@@ -181,6 +188,7 @@ _POSITIVE_INTS = (
     "max_title_length",
     "max_text_length",
     "max_batch_items",
+    "max_parallel_tools",
 )
 
 

@@ -97,8 +97,7 @@ async def apply_decision(plan: TurnPlan, decision: Decision, limits: PlanLimits)
         assert decision.items is not None
         change = await plan.replace_open_items(decision.items, limits)
         emit_todo_events(writer, "planned", change.planned)
-        if change.started is not None:
-            emit_todo_events(writer, "started", [change.started])
+        emit_todo_events(writer, "started", change.started)
         note = HumanMessage(content=load_prompt("plan_edited"), name=REMINDER_NAME)
         return {"planApproved": True, "messages": [note]}
     cancelled = await plan.cancel_open(f"Rejected by the user: {decision.reason}")

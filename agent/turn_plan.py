@@ -1,9 +1,14 @@
 """The plan of one turn: the rules of its rows, shared by the todo tools and the graph's nodes.
 
 Each method is one transaction, so a call either lands whole or not at all. The lifecycle lives
-here, in code, not in the prompt: items are validated as a batch before anything is written; at
-most one row is ``in_progress``; only ``start_next`` starts a row (stamping ``startedAt``); a
-closed row cannot be closed again; a row of another turn is not found.
+here, in code, not in the prompt: items are validated as a batch before anything is written; only
+``start_next`` starts rows (stamping ``startedAt``); a closed row cannot be closed again; a row of
+another turn is not found.
+
+Stages: rows that share a ``priority`` (items given the same ``order``) form a stage, and the
+whole stage is started at once, so independent items are worked side by side. Rows in progress
+always belong to one stage, the first that has open rows; the next stage starts only when every
+row of the current one is closed. Items with distinct orders are stages of one: one at a time.
 """
 
 from __future__ import annotations
@@ -93,10 +98,17 @@ class PlanChange:
     """What one operation did, so callers can report it and emit progress events."""
 
     planned: list[TurnTodo] = field(default_factory=list)
-    started: TurnTodo | None = None
+    started: list[TurnTodo] = field(default_factory=list)
+    """Rows this operation started (a whole stage, when it began one)."""
     closed: TurnTodo | None = None
-    current: TurnTodo | None = None
+    in_progress: list[TurnTodo] = field(default_factory=list)
+    """Every row in progress afterwards: the open rows of the current stage."""
     counts: PlanCounts = field(default_factory=PlanCounts)
+
+    @property
+    def current(self) -> TurnTodo | None:
+        """The first row in progress (the only one, unless the current stage has several)."""
+        return self.in_progress[0] if self.in_progress else None
 
 
 @dataclass(frozen=True)
@@ -260,9 +272,9 @@ class TurnPlan:
                         )
                     )
                 planned = await repository.create_batch(self.scope, new_rows)
-                started, current, counts = await self._start_next(repository)
+                started, in_progress, counts = await self._start_next(repository)
                 change = PlanChange(
-                    planned=planned, started=started, current=current, counts=counts
+                    planned=planned, started=started, in_progress=in_progress, counts=counts
                 )
                 if receipt is not None:
                     await record_result(session, receipt.key, receipt.render(change))
@@ -271,14 +283,14 @@ class TurnPlan:
         return change
 
     async def start_next(self) -> PlanChange:
-        """Make sure the next row by priority is in progress (at most one ever is)."""
+        """Make sure the first stage with open rows is in progress."""
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
-                started, current, counts = await self._start_next(repository)
+                started, in_progress, counts = await self._start_next(repository)
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
-        return PlanChange(started=started, current=current, counts=counts)
+        return PlanChange(started=started, in_progress=in_progress, counts=counts)
 
     async def close(
         self, todo_id: str, outcome: str, status: CloseStatus, receipt: Receipt | None = None
@@ -311,8 +323,10 @@ class TurnPlan:
                         f"Todo '{row.title}' is already {row.status}.",
                         "Move on to the next item; a closed item cannot be closed again.",
                     )
-                started, current, counts = await self._start_next(repository)
-                change = PlanChange(closed=row, started=started, current=current, counts=counts)
+                started, in_progress, counts = await self._start_next(repository)
+                change = PlanChange(
+                    closed=row, started=started, in_progress=in_progress, counts=counts
+                )
                 if receipt is not None:
                     await record_result(session, receipt.key, receipt.render(change))
         except (SQLAlchemyError, OSError) as error:
@@ -352,18 +366,29 @@ class TurnPlan:
 
     async def _start_next(
         self, repository: TurnTodoRepository
-    ) -> tuple[TurnTodo | None, TurnTodo | None, PlanCounts]:
-        """Start the first open row by priority unless one is in progress; one read, at most
-        one write. Returns (row started now, row in progress afterwards, counts afterwards)."""
+    ) -> tuple[list[TurnTodo], list[TurnTodo], PlanCounts]:
+        """Start the pending rows of the first stage with open rows, unless a row of another
+        stage is in progress; one read, at most one write. Returns (rows started now, rows in
+        progress afterwards, counts afterwards)."""
         rows = await repository.find_by_turn(self.scope)
         open_rows = [row for row in rows if row.status in OPEN_TODO_STATUSES]
-        current = next((row for row in open_rows if row.status == "in_progress"), None)
-        if current is not None or not open_rows:
-            return None, current, count_rows(rows)
-        first = open_rows[0]
-        if await repository.start_if_idle(self.scope, first.id, started_at=utc_now_iso()):
-            return first, first, count_rows(rows)
-        # Another writer started a row of this turn in between: report what it did.
+        if not open_rows:
+            return [], [], count_rows(rows)
+        stage = open_rows[0].priority
+        in_progress = [row for row in open_rows if row.status == "in_progress"]
+        waiting = [row for row in open_rows if row.priority == stage and row.status == "pending"]
+        if not waiting or any(row.priority != stage for row in in_progress):
+            # The stage is fully started, or a row of a later stage is still being worked (an
+            # item planned ahead of it afterwards): it finishes first.
+            return [], in_progress, count_rows(rows)
+        started_at = utc_now_iso()
+        if await repository.start_stage_if_idle(self.scope, stage, started_at=started_at):
+            rows = await repository.find_by_turn(self.scope)
+            started_ids = {row.id for row in waiting}
+            in_progress = [row for row in rows if row.status == "in_progress"]
+            started = [row for row in in_progress if row.id in started_ids]
+            return started, in_progress, count_rows(rows)
+        # Another writer started rows of this turn in between: report what it did.
         rows = await repository.find_by_turn(self.scope)
-        current = next((row for row in rows if row.status == "in_progress"), None)
-        return None, current, count_rows(rows)
+        in_progress = [row for row in rows if row.status == "in_progress"]
+        return [], in_progress, count_rows(rows)

@@ -35,6 +35,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
 from pydantic import BeforeValidator, Field
 
+from agent.tool_names import IN_ORDER_METADATA
 from agent.tools.runtime import ToolRuntimeT, record_key, state_value
 from storage.task_files import CallResult, TaskFileCorrupt, TaskFiles, TaskList
 
@@ -263,7 +264,10 @@ def build_conversation_task_tools(tasks_dir: str | Path | None = None) -> list[B
         """
         return await change(runtime, "DeleteTask", _delete(taskId))
 
-    return [list_tasks, add_task, complete_task, uncomplete_task, delete_task]
+    tools = [list_tasks, add_task, complete_task, uncomplete_task, delete_task]
+    for task_tool in tools:  # ids are handed out in call order: "add, then complete 1" must hold
+        task_tool.metadata = {**(task_tool.metadata or {}), IN_ORDER_METADATA: True}
+    return tools
 
 
 __all__ = [

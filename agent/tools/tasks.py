@@ -21,6 +21,7 @@ from langgraph.types import Command
 from pydantic import Field, StringConstraints
 
 from agent.errors import ErrorCode, ToolFailure
+from agent.tool_names import IN_ORDER_METADATA
 from agent.tools.audited import TaskToolFunction, audited_task_tool
 from agent.tools.runtime import ToolRuntimeT
 from agent.tools.task_lookup import resolve_task
@@ -231,4 +232,9 @@ TASK_TOOL_FUNCTIONS: tuple[TaskToolFunction, ...] = (
 def build_task_tools(database: Database) -> list[BaseTool]:
     """The five personal-task tools bound to ``database`` (process-wide; the user, conversation
     and turn come from each run). Every one is audited; see ``agent.tools.audited``."""
-    return [audited_task_tool(database, function) for function in TASK_TOOL_FUNCTIONS]
+    tools: list[BaseTool] = [
+        audited_task_tool(database, function) for function in TASK_TOOL_FUNCTIONS
+    ]
+    for task_tool in tools:  # "add X, then complete X" in one message must happen in that order
+        task_tool.metadata = {**(task_tool.metadata or {}), IN_ORDER_METADATA: True}
+    return tools

@@ -46,35 +46,48 @@ def _dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False)
 
 
+def _brief(rows: list[TurnTodo]) -> list[dict[str, str]]:
+    return [{"id": row.id, "title": row.title} for row in rows]
+
+
 def _created(change: PlanChange) -> str:
-    """``create_todo``'s result."""
-    return _dumps(
-        {
-            "created": [
-                {"id": row.id, "title": row.title, "order": row.priority + 1}
-                for row in change.planned
-            ],
-            "totalPending": change.counts.remaining,
-            "current": _step(change.current),
-        }
-    )
+    """``create_todo``'s result; ``stage`` lists every row started when the first stage has
+    several."""
+    payload: dict[str, Any] = {
+        "created": [
+            {"id": row.id, "title": row.title, "order": row.priority + 1} for row in change.planned
+        ],
+        "totalPending": change.counts.remaining,
+        "current": _step(change.current),
+    }
+    if len(change.in_progress) > 1:
+        payload["stage"] = _brief(change.in_progress)
+    return _dumps(payload)
 
 
 def _closed(change: PlanChange) -> str:
-    """``complete_todo``'s result."""
+    """``complete_todo``'s result: while the closed row's stage has open rows, ``stageOpen``
+    lists them and there is no ``next``; once it closes, ``next`` is the first row of the stage
+    started now (``nextStage`` lists them all when there are several)."""
     closed = change.closed
     assert closed is not None  # close() always returns the row it closed
-    return _dumps(
-        {
-            "id": closed.id,
-            "title": closed.title,
-            "status": closed.status,
-            "outcome": closed.outcome,
-            "completedAt": closed.completedAt,
-            "remaining": change.counts.remaining,
-            "next": _step(change.current),
-        }
-    )
+    stage_open = [row for row in change.in_progress if row.priority == closed.priority]
+    # Once the stage is closed, the first row in progress is the first of the stage started now.
+    following = None if stage_open else change.current
+    payload: dict[str, Any] = {
+        "id": closed.id,
+        "title": closed.title,
+        "status": closed.status,
+        "outcome": closed.outcome,
+        "completedAt": closed.completedAt,
+        "remaining": change.counts.remaining,
+        "next": _step(following),
+    }
+    if stage_open:
+        payload["stageOpen"] = _brief(stage_open)
+    if len(change.started) > 1:
+        payload["nextStage"] = _brief(change.started)
+    return _dumps(payload)
 
 
 def _limits(runtime: ToolRuntimeT) -> PlanLimits:
@@ -89,16 +102,16 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         """Plan this turn: create every step of a multi-step request in ONE call.
 
         Give each item a short `title`, and the `context` and `completionCriteria` it needs.
-        Items run one at a time in list order (or by `order`, 1-indexed). The first item is
-        started for you and returned as `current`: you may start working on it in the same
-        message as this call. A batch with any invalid item creates nothing.
+        Items run one at a time in list order (or by `order`, 1-indexed); items given the SAME
+        `order` form a stage, started together. The first item (or stage: `stage` lists its
+        rows) is started for you and returned as `current`: work on it in the same message as
+        this call. A batch with any invalid item creates nothing.
         """
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
         change = await plan.add_items(items, _limits(runtime), receipt)
         emit_todo_events(runtime.stream_writer, "planned", change.planned)
-        if change.started is not None:
-            emit_todo_events(runtime.stream_writer, "started", [change.started])
+        emit_todo_events(runtime.stream_writer, "started", change.started)
         return _created(change)
 
     @tool
@@ -128,15 +141,15 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         """Close a plan item with its outcome: what was done, or why it is cancelled.
 
         Returns how many items remain and the `next` item, which is already started: work on
-        it right away, in the same message if you can. Closed items cannot be closed again.
+        it right away, in the same message if you can (in a stage, `stageOpen` lists its rows
+        still open; `next` comes when all are closed). Closed items cannot be closed again.
         """
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
         change = await plan.close(todoId, outcome, status, receipt)
         assert change.closed is not None  # close() always returns the row it closed
         emit_todo_events(runtime.stream_writer, status, [change.closed])
-        if change.started is not None:
-            emit_todo_events(runtime.stream_writer, "started", [change.started])
+        emit_todo_events(runtime.stream_writer, "started", change.started)
         return _closed(change)
 
     return [create_todo, list_todo, complete_todo]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, select, update
+from sqlalchemy import and_, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -101,7 +101,9 @@ class TurnTodoRepository:
             statuses = [status] if isinstance(status, str) else list(status)
             statement = statement.where(TurnTodo.status.in_(statuses))
         statement = statement.order_by(TurnTodo.priority, TurnTodo.createdAt, TurnTodo.id)
-        result = await self._session.scalars(statement)
+        # Rows already loaded are refreshed: statements that bypass the ORM (closing, starting a
+        # stage) may have changed them in this session.
+        result = await self._session.scalars(statement.execution_options(populate_existing=True))
         return list(result)
 
     async def find_by_id(self, todo_id: str, scope: TurnScope | None = None) -> TurnTodo | None:
@@ -144,26 +146,35 @@ class TurnTodoRepository:
         await self._refresh(todo_id)
         return bool(getattr(result, "rowcount", 0))
 
-    async def start_if_idle(self, scope: TurnScope, todo_id: str, *, started_at: str) -> bool:
-        """Start a pending row only if no row of its turn is in progress, in one statement, so
-        the one-in-progress rule holds even with concurrent writers."""
+    async def start_stage_if_idle(self, scope: TurnScope, priority: int, *, started_at: str) -> int:
+        """Start the pending rows at ``priority`` (one stage) only if no row of an earlier stage
+        is open and no row of another stage is in progress, in one statement, so the rule holds
+        even with concurrent writers. Returns how many rows it started."""
         other = aliased(TurnTodo)
-        busy = exists().where(
+        blocked = exists().where(
             and_(
                 other.conversationId == scope.conversation_id,
                 other.turnId == scope.turn_id,
-                other.status == "in_progress",
+                or_(
+                    and_(other.status == "in_progress", other.priority != priority),
+                    and_(other.status == "pending", other.priority < priority),
+                ),
             )
         )
         statement = (
             update(TurnTodo)
-            .where(TurnTodo.id == todo_id, TurnTodo.status == "pending", ~busy)
+            .where(
+                TurnTodo.conversationId == scope.conversation_id,
+                TurnTodo.turnId == scope.turn_id,
+                TurnTodo.priority == priority,
+                TurnTodo.status == "pending",
+                ~blocked,
+            )
             .values(status="in_progress", startedAt=started_at)
             .execution_options(synchronize_session=False)
         )
         result = await self._session.execute(statement)
-        await self._refresh(todo_id)
-        return bool(getattr(result, "rowcount", 0))
+        return int(getattr(result, "rowcount", 0) or 0)
 
     async def delete_open(self, scope: TurnScope) -> int:
         """Delete the turn's pending and in-progress rows (a plan replaced before any of it was
