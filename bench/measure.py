@@ -16,10 +16,22 @@ from typing import Any
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from bench.prefix import mean_shared_prefix
 from bench.scenario import ActionLog, request_for, titles_for
 from bench.systems import System, TurnResult
 from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
+
+
+@dataclass
+class HttpRun:
+    """What the HTTP run of one turn leaves behind."""
+
+    usage: UsageRecorder
+    bodies: list[Body]
+    """The request bodies the server received for this turn, in order."""
+    result: TurnResult
+    problem: str
 
 
 @dataclass
@@ -32,6 +44,9 @@ class Measurement:
     prompt_tokens: int
     max_prompt_tokens: int
     completion_tokens: int
+    shared_prefix: float | None
+    """Mean over the turn's calls after the first of the share of each prompt equal to the
+    previous prompt from the start (``bench.prefix``); None for a one-call turn."""
     overhead_seconds: float
     """Wall time of the turn with the instant model, minus the time spent inside the model."""
     ok: bool
@@ -79,9 +94,7 @@ def _problem(
     return ""
 
 
-async def _http_run(
-    system: System, n: int, server: ScriptedOpenAIServer
-) -> tuple[UsageRecorder, int, TurnResult, str]:
+async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> HttpRun:
     titles = titles_for(n)
     usage = UsageRecorder()
     unbound: set[str] = set()
@@ -103,7 +116,12 @@ async def _http_run(
             result = await turn.run(request_for(titles))
         finally:
             await turn.close()
-    return usage, len(server.requests) - before, result, _problem(result, log, titles, unbound)
+    return HttpRun(
+        usage=usage,
+        bodies=list(server.requests[before:]),
+        result=result,
+        problem=_problem(result, log, titles, unbound),
+    )
 
 
 async def _instant_run(system: System, n: int) -> tuple[float, str]:
@@ -126,9 +144,10 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
 async def measure(
     system: System, n: int, server: ScriptedOpenAIServer, *, repeats: int = 3
 ) -> Measurement:
-    """Calls and tokens from one HTTP run; overhead as the best of ``repeats`` instant runs
-    (the minimum is the least disturbed by the rest of the machine)."""
-    usage, requests, result, problem = await _http_run(system, n, server)
+    """Calls, tokens and shared prefix from one HTTP run; overhead as the best of ``repeats``
+    instant runs (the minimum is the least disturbed by the rest of the machine)."""
+    http = await _http_run(system, n, server)
+    usage, requests, problem = http.usage, len(http.bodies), http.problem
     if requests != len(usage.prompt):
         problem = problem or f"{requests} requests but {len(usage.prompt)} usage reports"
     overheads: list[float] = []
@@ -143,8 +162,9 @@ async def measure(
         prompt_tokens=sum(usage.prompt),
         max_prompt_tokens=max(usage.prompt, default=0),
         completion_tokens=sum(usage.completion),
+        shared_prefix=mean_shared_prefix(http.bodies),
         overhead_seconds=min(overheads),
         ok=not problem,
         problem=problem,
-        rows_completed=result.rows_completed,
+        rows_completed=http.result.rows_completed,
     )
