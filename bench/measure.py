@@ -1,8 +1,9 @@
 """Run one system for one N, twice: over HTTP for calls and tokens, in process for overhead.
 
 A run counts only if the turn really happened: every item's action ran exactly once, the turn
-ended with an answer, and (for turnplan systems) every plan row is completed. A run that breaks
-any of these is reported with ``ok = False`` and the reason, never silently.
+ended with an answer, (for turnplan systems) every plan row is completed, and the oracle did not
+have to leave its path to finish. A run that breaks any of these is reported with ``ok = False``
+and the reason, never silently.
 """
 
 from __future__ import annotations
@@ -79,8 +80,19 @@ def _checked(oracle: Oracle, unbound: set[str]) -> Oracle:
     return respond
 
 
+def _off_path(oracle: Oracle) -> str:
+    """Why the framework left the oracle's path, for an oracle that can tell (its ``problem``
+    attribute, e.g. ``StagesOracle``): a fallback that still finishes the turn must not pass
+    as the path being measured."""
+    return str(getattr(oracle, "problem", "") or "")
+
+
 def _problem(
-    result: TurnResult, log: ActionLog, titles: list[str], unbound: set[str] | None = None
+    result: TurnResult,
+    log: ActionLog,
+    titles: list[str],
+    unbound: set[str] | None = None,
+    off_path: str = "",
 ) -> str:
     """Why a finished turn does not count, or "" when it does."""
     if unbound:
@@ -91,6 +103,8 @@ def _problem(
         return "the turn ended without an answer"
     if result.rows_total is not None and result.rows_completed != len(titles):
         return f"{result.rows_completed} of {result.rows_total} plan rows completed"
+    if off_path:
+        return f"off the oracle's path: {off_path}"
     return ""
 
 
@@ -99,7 +113,8 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
     usage = UsageRecorder()
     unbound: set[str] = set()
     before = len(server.requests)
-    server.respond_with(_checked(system.oracle(titles), unbound))
+    oracle = system.oracle(titles)
+    server.respond_with(_checked(oracle, unbound))
     model = ChatOpenAI(
         model="scripted",
         base_url=server.base_url,
@@ -120,14 +135,15 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
         usage=usage,
         bodies=list(server.requests[before:]),
         result=result,
-        problem=_problem(result, log, titles, unbound),
+        problem=_problem(result, log, titles, unbound, _off_path(oracle)),
     )
 
 
 async def _instant_run(system: System, n: int) -> tuple[float, str]:
     titles = titles_for(n)
     unbound: set[str] = set()
-    model = InstantChatModel(oracle=_checked(system.oracle(titles), unbound))
+    oracle = system.oracle(titles)
+    model = InstantChatModel(oracle=_checked(oracle, unbound))
     log = ActionLog()
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         turn = system.prepare(model, log.tool(), Path(workdir), n)
@@ -138,7 +154,7 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
             wall = time.perf_counter() - started
         finally:
             await turn.close()
-    return wall - model.model_seconds, _problem(result, log, titles, unbound)
+    return wall - model.model_seconds, _problem(result, log, titles, unbound, _off_path(oracle))
 
 
 async def measure(
