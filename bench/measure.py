@@ -1,8 +1,9 @@
 """Run one system for one N, twice: over HTTP for calls and tokens, in process for overhead.
 
 A run counts only if the turn really happened: every item's action ran exactly once, the turn
-ended with an answer, and (for turnplan systems) every plan row is completed. A run that breaks
-any of these is reported with ``ok = False`` and the reason, never silently.
+ended with an answer, (for turnplan systems) every plan row is completed, and the oracle did not
+have to leave its path to finish. A run that breaks any of these is reported with ``ok = False``
+and the reason, never silently.
 """
 
 from __future__ import annotations
@@ -16,10 +17,22 @@ from typing import Any
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from bench.prefix import mean_shared_prefix
 from bench.scenario import ActionLog, request_for, titles_for
 from bench.systems import System, TurnResult
 from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
+
+
+@dataclass
+class HttpRun:
+    """What the HTTP run of one turn leaves behind."""
+
+    usage: UsageRecorder
+    bodies: list[Body]
+    """The request bodies the server received for this turn, in order."""
+    result: TurnResult
+    problem: str
 
 
 @dataclass
@@ -32,6 +45,9 @@ class Measurement:
     prompt_tokens: int
     max_prompt_tokens: int
     completion_tokens: int
+    shared_prefix: float | None
+    """Mean over the turn's calls after the first of the share of each prompt equal to the
+    previous prompt from the start (``bench.prefix``); None for a one-call turn."""
     overhead_seconds: float
     """Wall time of the turn with the instant model, minus the time spent inside the model."""
     ok: bool
@@ -64,8 +80,19 @@ def _checked(oracle: Oracle, unbound: set[str]) -> Oracle:
     return respond
 
 
+def _off_path(oracle: Oracle) -> str:
+    """Why the framework left the oracle's path, for an oracle that can tell (its ``problem``
+    attribute, e.g. ``StagesOracle``): a fallback that still finishes the turn must not pass
+    as the path being measured."""
+    return str(getattr(oracle, "problem", "") or "")
+
+
 def _problem(
-    result: TurnResult, log: ActionLog, titles: list[str], unbound: set[str] | None = None
+    result: TurnResult,
+    log: ActionLog,
+    titles: list[str],
+    unbound: set[str] | None = None,
+    off_path: str = "",
 ) -> str:
     """Why a finished turn does not count, or "" when it does."""
     if unbound:
@@ -76,17 +103,18 @@ def _problem(
         return "the turn ended without an answer"
     if result.rows_total is not None and result.rows_completed != len(titles):
         return f"{result.rows_completed} of {result.rows_total} plan rows completed"
+    if off_path:
+        return f"off the oracle's path: {off_path}"
     return ""
 
 
-async def _http_run(
-    system: System, n: int, server: ScriptedOpenAIServer
-) -> tuple[UsageRecorder, int, TurnResult, str]:
+async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> HttpRun:
     titles = titles_for(n)
     usage = UsageRecorder()
     unbound: set[str] = set()
     before = len(server.requests)
-    server.respond_with(_checked(system.oracle(titles), unbound))
+    oracle = system.oracle(titles)
+    server.respond_with(_checked(oracle, unbound))
     model = ChatOpenAI(
         model="scripted",
         base_url=server.base_url,
@@ -103,13 +131,19 @@ async def _http_run(
             result = await turn.run(request_for(titles))
         finally:
             await turn.close()
-    return usage, len(server.requests) - before, result, _problem(result, log, titles, unbound)
+    return HttpRun(
+        usage=usage,
+        bodies=list(server.requests[before:]),
+        result=result,
+        problem=_problem(result, log, titles, unbound, _off_path(oracle)),
+    )
 
 
 async def _instant_run(system: System, n: int) -> tuple[float, str]:
     titles = titles_for(n)
     unbound: set[str] = set()
-    model = InstantChatModel(oracle=_checked(system.oracle(titles), unbound))
+    oracle = system.oracle(titles)
+    model = InstantChatModel(oracle=_checked(oracle, unbound))
     log = ActionLog()
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         turn = system.prepare(model, log.tool(), Path(workdir), n)
@@ -120,15 +154,16 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
             wall = time.perf_counter() - started
         finally:
             await turn.close()
-    return wall - model.model_seconds, _problem(result, log, titles, unbound)
+    return wall - model.model_seconds, _problem(result, log, titles, unbound, _off_path(oracle))
 
 
 async def measure(
     system: System, n: int, server: ScriptedOpenAIServer, *, repeats: int = 3
 ) -> Measurement:
-    """Calls and tokens from one HTTP run; overhead as the best of ``repeats`` instant runs
-    (the minimum is the least disturbed by the rest of the machine)."""
-    usage, requests, result, problem = await _http_run(system, n, server)
+    """Calls, tokens and shared prefix from one HTTP run; overhead as the best of ``repeats``
+    instant runs (the minimum is the least disturbed by the rest of the machine)."""
+    http = await _http_run(system, n, server)
+    usage, requests, problem = http.usage, len(http.bodies), http.problem
     if requests != len(usage.prompt):
         problem = problem or f"{requests} requests but {len(usage.prompt)} usage reports"
     overheads: list[float] = []
@@ -143,8 +178,9 @@ async def measure(
         prompt_tokens=sum(usage.prompt),
         max_prompt_tokens=max(usage.prompt, default=0),
         completion_tokens=sum(usage.completion),
+        shared_prefix=mean_shared_prefix(http.bodies),
         overhead_seconds=min(overheads),
         ok=not problem,
         problem=problem,
-        rows_completed=result.rows_completed,
+        rows_completed=http.result.rows_completed,
     )

@@ -23,6 +23,11 @@ FIGURES: dict[str, str] = {
 REFERENCE = "turnplan"
 
 
+def percent(fraction: float | None) -> str:
+    """A fraction as a percentage with one decimal, or empty when there is none."""
+    return "" if fraction is None else f"{100 * fraction:.1f}"
+
+
 @dataclass
 class Report:
     """Everything one run of the benchmark produced."""
@@ -63,8 +68,9 @@ class Report:
     def table(self) -> str:
         header = (
             "| system | N | LLM calls | prompt tokens (sum) | largest prompt | completion tokens "
-            f"| overhead ms/turn | overhead ms/item | overhead x {REFERENCE} | ok |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+            f"| shared prefix % | overhead ms/turn | overhead ms/item | overhead x {REFERENCE} "
+            "| ok |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
         )
         lines = [header]
         for m in sorted(self.measurements, key=lambda m: (self.systems.index(m.system), m.n)):
@@ -72,6 +78,7 @@ class Report:
             lines.append(
                 f"| {m.system} | {m.n} | {m.calls} | {m.prompt_tokens:,} | "
                 f"{m.max_prompt_tokens:,} | {m.completion_tokens:,} | "
+                f"{percent(m.shared_prefix)} | "
                 f"{m.overhead_ms:.1f} | {m.overhead_ms_per_item:.2f} | "
                 f"{'' if ratio is None else f'{ratio:.2f}'} | "
                 f"{'yes' if m.ok else 'NO: ' + m.problem} |"
@@ -105,8 +112,11 @@ class Report:
             "## Results\n\n"
             f"{self.table()}\n\n"
             "Calls and tokens: one turn over HTTP (`ChatOpenAI` -> scripted OpenAI-compatible "
-            "server, usage = characters of the request JSON / 4). Overhead: best of the instant "
-            "runs, wall time of the turn minus time inside the model; compare ratios, not ms.\n\n"
+            "server, usage = characters of the request JSON / 4). Shared prefix: for each call "
+            "after the first, the share of its prompt (tool schemas, then messages) equal to the "
+            "previous call's from the start, averaged over the turn: what a prompt cache can "
+            "reuse. Overhead: best of the instant runs, wall time of the turn minus time inside "
+            "the model; compare ratios, not ms.\n\n"
             "## Growth in N (least squares over the N measured)\n\n"
             f"{self.growth_table()}\n\n"
             f"{self._growth_caveat()}"

@@ -24,6 +24,7 @@ from bench.systems.naive_loop import NaiveLoopSystem
 from bench.systems.react import ReactSystem
 from bench.systems.todolist import TodoListSystem
 from bench.systems.turnplan import TurnplanSystem
+from bench.systems.turnplan_stages import TurnplanStagesSystem
 from tests.scripted_openai import ScriptedOpenAIServer
 
 FULL_NS = (1, 5, 10, 20, 50)
@@ -36,6 +37,7 @@ def all_systems() -> list[System]:
     """Every system, turnplan first (the reference of the ratios)."""
     return [
         TurnplanSystem(),
+        TurnplanStagesSystem(),
         NaiveLoopSystem(),
         ReactSystem(),
         TodoListSystem(),

@@ -21,8 +21,10 @@ async def test_benchmark_reports_turnplan_and_react_for_every_n() -> None:
         assert turnplan.rows_completed == n
         assert by_key["react", n].calls == 2
         assert turnplan.prompt_tokens > turnplan.max_prompt_tokens > 0
+        assert turnplan.shared_prefix is not None and 0 < turnplan.shared_prefix <= 1
 
     table = report.table()
+    assert "| shared prefix % |" in table.splitlines()[0]
     for system in ("turnplan", "react"):
         for n in NS:
             assert f"| {system} | {n} |" in table
