@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from tests.fakes import plan_rows
-from tests.http_oracle import system_prompt_of
+from tests.http_oracle import plan_view_of
 from tests.scripted_openai import Reply, text, tool_calls
 
 OPTIONS = ["call mom", "call dad"]
@@ -32,7 +32,7 @@ def _results_of_last_step(body: dict[str, Any]) -> dict[str, str]:
 
 
 def asking_model(body: dict[str, Any]) -> Reply:
-    rows = plan_rows(system_prompt_of(body))
+    rows = plan_rows(plan_view_of(body))
     if not rows:
         return tool_calls(
             ("create_todo", {"items": [{"title": "Complete the call task"}]}),
@@ -61,7 +61,7 @@ def approval_aware_model(body: dict[str, Any]) -> Reply:
     """Plans two additions and acts on the first; then acts on the item in progress unless the
     last step's action succeeded (one refused before approval is made again), else closes it
     and acts on the next; answers when nothing is open."""
-    rows = plan_rows(system_prompt_of(body))
+    rows = plan_rows(plan_view_of(body))
     if not rows:
         return tool_calls(("create_todo", {"items": [{"title": t} for t in PLAN]}), _add(PLAN[0]))
     current = next((row for row in rows if row.mark == ">"), None)

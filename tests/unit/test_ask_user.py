@@ -16,7 +16,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "ask"}}
 
@@ -39,7 +39,7 @@ class AmbiguousTitleModel:
         self.also = also
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        rows = plan_rows(str(messages[0].content))
+        rows = plan_rows(plan_view(messages))
         last = messages[-1]
         if not rows:
             return ai(

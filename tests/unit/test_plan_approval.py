@@ -14,7 +14,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "approve"}}
 
@@ -27,7 +27,7 @@ def approval_aware_model(messages: list[BaseMessage]) -> AIMessage:
     """Plans two items and acts on the first; then, for the item in progress, acts on it unless
     the last step's action succeeded (a refused action before approval is made again), in which
     case it closes it and acts on the next; answers when nothing is open."""
-    rows = plan_rows(str(messages[0].content))
+    rows = plan_rows(plan_view(messages))
     if not rows:
         return ai(
             tool_call("create_todo", items=[{"title": "Add bread"}, {"title": "Add milk"}]),
