@@ -53,7 +53,6 @@ class StepCall:
     base_prompt: str
     history_limit: int
     render_plan: Callable[..., str]
-    plan_last: bool = False
 
 
 def model_setting_of(model: ModelSetting, context: Context) -> str | None:
@@ -176,5 +175,4 @@ class SupervisorDeps:
             base_prompt=compact_profile.system_prompt(binding.phase),
             history_limit=compact_profile.history_limit(binding.phase, context.history_limit),
             render_plan=compact_profile.plan_view,
-            plan_last=True,
         )

@@ -1,9 +1,11 @@
-"""What each LLM call is sent: system prompt, a compact view of the plan, a bounded history.
+"""What each LLM call is sent: system prompt, a bounded history, a compact view of the plan.
 
 Seed 004, issue 2: a long turn outgrows any history window, so the plan and the turn's original
-request travel in the system prompt on every call instead of in old messages. The history is cut
-to the newest ``history_limit`` messages without ever separating an AI tool call from its tool
-results, which OpenAI-compatible servers reject.
+request travel on every call instead of in old messages. They go last, after the history: the
+tool schemas and the system prompt before them are then byte-identical on every call of a turn,
+so provider prompt caches and llama.cpp's prefix cache can skip them. The history is cut to the
+newest ``history_limit`` messages without ever separating an AI tool call from its tool results,
+which OpenAI-compatible servers reject.
 """
 
 from __future__ import annotations
@@ -188,23 +190,22 @@ def model_messages(
     turn_request: str,
     turn_message_id: str | None,
     render_plan: Callable[..., str] = plan_view,
-    plan_last: bool = False,
     recorded: Mapping[str, str] | None = None,
 ) -> list[BaseMessage]:
-    """The full prompt of one LLM call; ``render_plan`` draws the plan (a prompt profile may
-    bring its own, called like ``plan_view``). ``plan_last`` sends the plan as the last message
-    instead of in the system prompt: the system prompt then stays the same on every call, so a
-    server's prefix cache can skip it (and the tool schemas a server prints after it).
-    ``recorded`` holds the results of orphaned calls that ran (``agent.tool_ledger``)."""
+    """The full prompt of one LLM call: ``base_prompt`` as the system message, the history
+    window, then the plan view (drawn by ``render_plan``; a prompt profile may bring its own,
+    called like ``plan_view``) as the last message, or the request alone while there is no plan
+    and the request has left the window. ``base_prompt`` is the same on every call, so the
+    prompt's prefix is too. ``recorded`` holds the results of orphaned calls that ran
+    (``agent.tool_ledger``)."""
     window = history_window(sendable(answer_orphaned_tool_calls(history, recorded)), history_limit)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )
-    sections = [base_prompt]
+    prompt: list[BaseMessage] = [SystemMessage(content=base_prompt), *window]
     if rows:
-        sections.append(render_plan(rows, turn_request, show_request=not request_visible))
+        view = render_plan(rows, turn_request, show_request=not request_visible)
+        prompt.append(HumanMessage(content=view))
     elif turn_request and not request_visible:
-        sections.append(request_reminder(turn_request))
-    if plan_last and len(sections) > 1:
-        return [SystemMessage(content=base_prompt), *window, HumanMessage(content=sections[1])]
-    return [SystemMessage(content="\n\n".join(sections)), *window]
+        prompt.append(HumanMessage(content=request_reminder(turn_request)))
+    return prompt

@@ -10,7 +10,7 @@ import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -119,7 +119,12 @@ PLAN_HEADING = "## Current plan"
 """How the full profile's plan view starts (``prompts/plan_view.md``)."""
 
 
-def _content_text(message: BaseMessage | Mapping[str, Any]) -> str:
+Message = BaseMessage | Mapping[str, Any]
+"""A LangChain message, or one of the ``messages`` of an OpenAI request body."""
+M = TypeVar("M", BaseMessage, Mapping[str, Any])
+
+
+def _content_text(message: Message) -> str:
     content = message.get("content") if isinstance(message, Mapping) else message.content
     if isinstance(content, list):
         return "\n".join(
@@ -129,7 +134,7 @@ def _content_text(message: BaseMessage | Mapping[str, Any]) -> str:
     return "" if content is None else str(content)
 
 
-def plan_view(messages: Sequence[BaseMessage | Mapping[str, Any]]) -> str:
+def plan_view(messages: Sequence[Message]) -> str:
     """The plan view a model was sent, or "" when there was none: the one reader every oracle
     uses, so tests do not depend on where the prompt puts it.
 
@@ -143,6 +148,20 @@ def plan_view(messages: Sequence[BaseMessage | Mapping[str, Any]]) -> str:
         if PLAN_HEADING in text:
             return PLAN_HEADING + text.split(PLAN_HEADING, 1)[1]
     return ""
+
+
+def window_of(messages: Sequence[M]) -> list[M]:
+    """The history window a model was sent: its messages without the system prompt in front and
+    the plan view behind, so an oracle reading "the newest result" reads the history's."""
+    start = 1 if messages and _role(messages[0]) == "system" else 0
+    end = len(messages) - 1 if plan_view(messages[-1:]) else len(messages)
+    return list(messages[start:end])
+
+
+def _role(message: Message) -> str:
+    if isinstance(message, Mapping):
+        return str(message.get("role"))
+    return "system" if isinstance(message, SystemMessage) else message.type
 
 
 def plan_rows(view: str) -> list[PlanRow]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fakes import plan_rows
+from tests.fakes import plan_rows, window_of
 from tests.http_oracle import plan_view_of
 from tests.scripted_openai import Reply, text, tool_calls
 
@@ -19,9 +19,8 @@ OPTIONS = ["call mom", "call dad"]
 
 def _results_of_last_step(body: dict[str, Any]) -> dict[str, str]:
     """The newest assistant message's tool results, by tool name."""
-    messages = body.get("messages") or []
     results: dict[str, str] = {}
-    for message in reversed(messages):
+    for message in reversed(window_of(body.get("messages") or [])):
         if message.get("role") != "tool":
             names = {
                 call["id"]: call["function"]["name"] for call in message.get("tool_calls") or []

@@ -26,7 +26,7 @@ from agent.workers import (
 from storage import Database
 from storage.repositories import ToolAuditRepository, TurnScope
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 from tests.tool_harness import run_tool_calls
 
 TASK_TOOLS = {"add_task", "list_tasks", "complete_task", "update_task", "delete_task"}
@@ -83,7 +83,7 @@ class DelegatingSupervisor:
                 tool_call("delegate", todoId=following.id),
             )
         if current.title == "Add the groceries task":
-            last = messages[-1]
+            last = window_of(messages)[-1]
             assert isinstance(last, ToolMessage) and last.name == "delegate"
             if last.status == "error":
                 close = tool_call(

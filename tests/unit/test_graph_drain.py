@@ -15,7 +15,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
-from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
+from tests.fakes import (
+    PlanOracle,
+    ScriptedChatModel,
+    ai,
+    plan_rows,
+    plan_view,
+    tool_call,
+    window_of,
+)
 
 DONE: list[str] = []
 
@@ -266,14 +274,14 @@ async def test_long_turn_keeps_request_and_plan_in_a_prompt_that_does_not_grow(
     await run(make_graph(model, database), request, Context(max_iterations=50))
     assert model.calls >= 30
     prompt = model.prompts[29]
-    system = str(prompt[0].content)
-    assert request in system
-    rows = plan_rows(system)
+    view = plan_view(prompt)
+    assert request in view and prompt[-1].content == view  # the plan goes last
+    rows = plan_rows(view)
     assert len(rows) == 32 and sum(r.mark == "x" for r in rows) == 28
-    assert len(prompt) <= 1 + 10
+    window = window_of(prompt)
+    assert 0 < len(window) <= 10 and len(prompt) == 1 + len(window) + 1
     assert all(not isinstance(m, SystemMessage) for m in prompt[1:])
-    first_history = prompt[1]
-    assert not isinstance(first_history, ToolMessage)
+    assert not isinstance(window[0], ToolMessage)
     size = lambda p: sum(len(str(m.content)) for m in p)  # noqa: E731
     assert size(prompt) < size(model.prompts[9]) * 1.3
 

@@ -14,7 +14,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "approve"}}
 
@@ -37,7 +37,7 @@ def approval_aware_model(messages: list[BaseMessage]) -> AIMessage:
     if current is None:
         return AIMessage(content=f"Done: {len(rows)} items.")
     results = []
-    for message in reversed(messages):
+    for message in reversed(window_of(messages)):
         if not isinstance(message, ToolMessage):
             break
         results.append(message)
