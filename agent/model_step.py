@@ -100,6 +100,7 @@ async def model_step(
             turn_request=view.turn_request,
             turn_message_id=view.turn_message_id,
             render_plan=step.render_plan,
+            drop_reported=step.drop_reported,
             recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
         )
         response = await step.model.ainvoke(prompt)

@@ -5,7 +5,8 @@ request travel on every call instead of in old messages. They go last, after the
 tool schemas and the system prompt before them are then byte-identical on every call of a turn,
 so provider prompt caches and llama.cpp's prefix cache can skip them. The history is cut to the
 newest ``history_limit`` messages without ever separating an AI tool call from its tool results,
-which OpenAI-compatible servers reject.
+which OpenAI-compatible servers reject, and without the steps of the turn that the plan view
+already reports.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langchain_core.messages import (
 
 from agent.errors import ErrorCode
 from agent.safe_input import sendable
+from agent.tool_names import PLAN_CHANGING_TOOLS
 from agent.turn_identity import call_record_id
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -181,6 +183,34 @@ def history_window(messages: Sequence[AnyMessage], limit: int) -> list[AnyMessag
     return list(messages[group_start:])
 
 
+def without_reported_steps(
+    window: Sequence[AnyMessage], turn_message_id: str | None
+) -> list[AnyMessage]:
+    """``window`` without the steps of this turn that the plan view already reports.
+
+    Once a call has created the plan or closed an item, the plan view says what it did: every
+    item, each closed one with its outcome, the one in progress with its id and context. So the
+    turn's messages between its request and the newest such call are dropped; that call stays
+    with its results, and so does all that came after it (the current item's work, errors,
+    questions, reminders). The request and earlier turns stay as the window has them.
+    ``turn_message_id`` is the request's id; without it nothing is dropped.
+    """
+    if turn_message_id is None:
+        return list(window)
+    opening = next((i for i, m in enumerate(window) if m.id == turn_message_id), -1)
+    succeeded = {
+        m.tool_call_id for m in window if isinstance(m, ToolMessage) and m.status != "error"
+    }
+    for index in range(len(window) - 1, opening, -1):
+        message = window[index]
+        if isinstance(message, AIMessage) and any(
+            call["name"] in PLAN_CHANGING_TOOLS and call.get("id") in succeeded
+            for call in message.tool_calls
+        ):
+            return [*window[: opening + 1], *window[index:]]
+    return list(window)
+
+
 def model_messages(
     *,
     base_prompt: str,
@@ -191,14 +221,18 @@ def model_messages(
     turn_message_id: str | None,
     render_plan: Callable[..., str] = plan_view,
     recorded: Mapping[str, str] | None = None,
+    drop_reported: bool = True,
 ) -> list[BaseMessage]:
     """The full prompt of one LLM call: ``base_prompt`` as the system message, the history
     window, then the plan view (drawn by ``render_plan``; a prompt profile may bring its own,
     called like ``plan_view``) as the last message, or the request alone while there is no plan
     and the request has left the window. ``base_prompt`` is the same on every call, so the
     prompt's prefix is too. ``recorded`` holds the results of orphaned calls that ran
-    (``agent.tool_ledger``)."""
+    (``agent.tool_ledger``). ``drop_reported``: with a plan, leave out the turn's steps the
+    plan view reports (``without_reported_steps``)."""
     window = history_window(sendable(answer_orphaned_tool_calls(history, recorded)), history_limit)
+    if rows and drop_reported:
+        window = without_reported_steps(window, turn_message_id)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )
