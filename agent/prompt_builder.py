@@ -67,12 +67,12 @@ def system_prompt(
     return "\n\n".join(sections)
 
 
-def _plan_line(row: TurnTodo) -> str:
+def _plan_line(row: TurnTodo, *, show_id: bool) -> str:
     mark = STATUS_MARKS.get(row.status, "[?]")
     if row.status in ("completed", "cancelled"):
         outcome = _clip(row.outcome or "", OUTCOME_PREVIEW)
         return f"- {mark} {row.title} — {outcome}"
-    line = f"- {mark} {row.title} (id {row.id})"
+    line = f"- {mark} {row.title} (id {row.id})" if show_id else f"- {mark} {row.title}"
     if row.status == "in_progress":
         details = []
         if row.context:
@@ -81,26 +81,40 @@ def _plan_line(row: TurnTodo) -> str:
             details.append(f"done when: {_clip(row.completionCriteria, CONTEXT_PREVIEW)}")
         if details:
             line += " — " + "; ".join(details)
-        line += "  <- in progress: work on this now"
+        line += "  <- in progress"
     return line
+
+
+def _ids_to_show(rows: Sequence[TurnTodo]) -> set[str]:
+    """Ids of the rows a call may touch: those in progress (to close them) and the pending ones
+    that start next (to act on them in the same message; several when they share an order).
+    Later rows get theirs in the view once they are next, or from ``list_todo``."""
+    pending = [row for row in rows if row.status == "pending"]
+    first = min((row.priority or 0 for row in pending), default=None)
+    return {
+        row.id
+        for row in rows
+        if row.status == "in_progress" or (row.status == "pending" and (row.priority or 0) == first)
+    }
 
 
 def request_reminder(request: str) -> str:
     """The turn's original request, for calls where it has left the history window."""
-    return f'Original request of this turn: "{_clip(request, REQUEST_PREVIEW)}"'
+    return f'The user asked: "{_clip(request, REQUEST_PREVIEW)}"'
 
 
 def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> str:
-    """A compact, current view of the turn's plan: closed items with a short outcome, open items
-    with their ids, the item in progress with its context."""
+    """A compact, current view of the turn's plan: closed items with a short outcome, the item in
+    progress with its id and context, the items next with their ids, the later ones by title."""
     closed = sum(1 for row in rows if row.status in ("completed", "cancelled"))
+    ids = _ids_to_show(rows)
     request_line = request_reminder(request) if show_request else ""
     return render_prompt(
         "plan_view",
         closed=closed,
         total=len(rows),
         request_line=request_line,
-        items="\n".join(_plan_line(row) for row in rows),
+        items="\n".join(_plan_line(row, show_id=row.id in ids) for row in rows),
     ).replace("\n\n", "\n")
 
 
