@@ -53,7 +53,9 @@ class StepCall:
     base_prompt: str
     history_limit: int
     render_plan: Callable[..., str]
-    plan_last: bool = False
+    drop_reported: bool = True
+    """Leave out of the window the turn's steps the plan view reports (see
+    ``agent.prompt_builder.without_reported_steps``)."""
 
 
 def model_setting_of(model: ModelSetting, context: Context) -> str | None:
@@ -176,5 +178,7 @@ class SupervisorDeps:
             base_prompt=compact_profile.system_prompt(binding.phase),
             history_limit=compact_profile.history_limit(binding.phase, context.history_limit),
             render_plan=compact_profile.plan_view,
-            plan_last=True,
+            # Its window was measured with the small model as it is (the current item's step
+            # and the one before); keep it until a measurement says the shorter one is better.
+            drop_reported=False,
         )

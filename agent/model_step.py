@@ -1,6 +1,6 @@
 """One LLM call of the turn, shared by the ``plan`` and ``execute`` nodes.
 
-It sends the bounded prompt (system prompt with the plan view, history window) and counts the call
+It sends the bounded prompt (system prompt, history window, plan view) and counts the call
 against the turn's budget; ``agent.routing`` then sends tool calls to the tools node and anything
 else to ``drain``. A model that cannot be reached (after its own retries) or a plan store that
 cannot be read ends the turn with a message saying so; the rows are left exactly as they were.
@@ -100,7 +100,7 @@ async def model_step(
             turn_request=view.turn_request,
             turn_message_id=view.turn_message_id,
             render_plan=step.render_plan,
-            plan_last=step.plan_last,
+            drop_reported=step.drop_reported,
             recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
         )
         response = await step.model.ainvoke(prompt)

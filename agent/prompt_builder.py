@@ -1,9 +1,12 @@
-"""What each LLM call is sent: system prompt, a compact view of the plan, a bounded history.
+"""What each LLM call is sent: system prompt, a bounded history, a compact view of the plan.
 
 Seed 004, issue 2: a long turn outgrows any history window, so the plan and the turn's original
-request travel in the system prompt on every call instead of in old messages. The history is cut
-to the newest ``history_limit`` messages without ever separating an AI tool call from its tool
-results, which OpenAI-compatible servers reject.
+request travel on every call instead of in old messages. They go last, after the history: the
+tool schemas and the system prompt before them are then byte-identical on every call of a turn,
+so provider prompt caches and llama.cpp's prefix cache can skip them. The history is cut to the
+newest ``history_limit`` messages without ever separating an AI tool call from its tool results,
+which OpenAI-compatible servers reject, and without the steps of the turn that the plan view
+already reports.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from langchain_core.messages import (
 
 from agent.errors import ErrorCode
 from agent.safe_input import sendable
+from agent.tool_names import PLAN_CHANGING_TOOLS
 from agent.turn_identity import call_record_id
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -63,12 +67,12 @@ def system_prompt(
     return "\n\n".join(sections)
 
 
-def _plan_line(row: TurnTodo) -> str:
+def _plan_line(row: TurnTodo, *, show_id: bool) -> str:
     mark = STATUS_MARKS.get(row.status, "[?]")
     if row.status in ("completed", "cancelled"):
         outcome = _clip(row.outcome or "", OUTCOME_PREVIEW)
         return f"- {mark} {row.title} — {outcome}"
-    line = f"- {mark} {row.title} (id {row.id})"
+    line = f"- {mark} {row.title} (id {row.id})" if show_id else f"- {mark} {row.title}"
     if row.status == "in_progress":
         details = []
         if row.context:
@@ -77,26 +81,40 @@ def _plan_line(row: TurnTodo) -> str:
             details.append(f"done when: {_clip(row.completionCriteria, CONTEXT_PREVIEW)}")
         if details:
             line += " — " + "; ".join(details)
-        line += "  <- in progress: work on this now"
+        line += "  <- in progress"
     return line
+
+
+def _ids_to_show(rows: Sequence[TurnTodo]) -> set[str]:
+    """Ids of the rows a call may touch: those in progress (to close them) and the pending ones
+    that start next (to act on them in the same message; several when they share an order).
+    Later rows get theirs in the view once they are next, or from ``list_todo``."""
+    pending = [row for row in rows if row.status == "pending"]
+    first = min((row.priority or 0 for row in pending), default=None)
+    return {
+        row.id
+        for row in rows
+        if row.status == "in_progress" or (row.status == "pending" and (row.priority or 0) == first)
+    }
 
 
 def request_reminder(request: str) -> str:
     """The turn's original request, for calls where it has left the history window."""
-    return f'Original request of this turn: "{_clip(request, REQUEST_PREVIEW)}"'
+    return f'The user asked: "{_clip(request, REQUEST_PREVIEW)}"'
 
 
 def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> str:
-    """A compact, current view of the turn's plan: closed items with a short outcome, open items
-    with their ids, the item in progress with its context."""
+    """A compact, current view of the turn's plan: closed items with a short outcome, the item in
+    progress with its id and context, the items next with their ids, the later ones by title."""
     closed = sum(1 for row in rows if row.status in ("completed", "cancelled"))
+    ids = _ids_to_show(rows)
     request_line = request_reminder(request) if show_request else ""
     return render_prompt(
         "plan_view",
         closed=closed,
         total=len(rows),
         request_line=request_line,
-        items="\n".join(_plan_line(row) for row in rows),
+        items="\n".join(_plan_line(row, show_id=row.id in ids) for row in rows),
     ).replace("\n\n", "\n")
 
 
@@ -179,6 +197,34 @@ def history_window(messages: Sequence[AnyMessage], limit: int) -> list[AnyMessag
     return list(messages[group_start:])
 
 
+def without_reported_steps(
+    window: Sequence[AnyMessage], turn_message_id: str | None
+) -> list[AnyMessage]:
+    """``window`` without the steps of this turn that the plan view already reports.
+
+    Once a call has created the plan or closed an item, the plan view says what it did: every
+    item, each closed one with its outcome, the one in progress with its id and context. So the
+    turn's messages between its request and the newest such call are dropped; that call stays
+    with its results, and so does all that came after it (the current item's work, errors,
+    questions, reminders). The request and earlier turns stay as the window has them.
+    ``turn_message_id`` is the request's id; without it nothing is dropped.
+    """
+    if turn_message_id is None:
+        return list(window)
+    opening = next((i for i, m in enumerate(window) if m.id == turn_message_id), -1)
+    succeeded = {
+        m.tool_call_id for m in window if isinstance(m, ToolMessage) and m.status != "error"
+    }
+    for index in range(len(window) - 1, opening, -1):
+        message = window[index]
+        if isinstance(message, AIMessage) and any(
+            call["name"] in PLAN_CHANGING_TOOLS and call.get("id") in succeeded
+            for call in message.tool_calls
+        ):
+            return [*window[: opening + 1], *window[index:]]
+    return list(window)
+
+
 def model_messages(
     *,
     base_prompt: str,
@@ -188,23 +234,26 @@ def model_messages(
     turn_request: str,
     turn_message_id: str | None,
     render_plan: Callable[..., str] = plan_view,
-    plan_last: bool = False,
     recorded: Mapping[str, str] | None = None,
+    drop_reported: bool = True,
 ) -> list[BaseMessage]:
-    """The full prompt of one LLM call; ``render_plan`` draws the plan (a prompt profile may
-    bring its own, called like ``plan_view``). ``plan_last`` sends the plan as the last message
-    instead of in the system prompt: the system prompt then stays the same on every call, so a
-    server's prefix cache can skip it (and the tool schemas a server prints after it).
-    ``recorded`` holds the results of orphaned calls that ran (``agent.tool_ledger``)."""
+    """The full prompt of one LLM call: ``base_prompt`` as the system message, the history
+    window, then the plan view (drawn by ``render_plan``; a prompt profile may bring its own,
+    called like ``plan_view``) as the last message, or the request alone while there is no plan
+    and the request has left the window. ``base_prompt`` is the same on every call, so the
+    prompt's prefix is too. ``recorded`` holds the results of orphaned calls that ran
+    (``agent.tool_ledger``). ``drop_reported``: with a plan, leave out the turn's steps the
+    plan view reports (``without_reported_steps``)."""
     window = history_window(sendable(answer_orphaned_tool_calls(history, recorded)), history_limit)
+    if rows and drop_reported:
+        window = without_reported_steps(window, turn_message_id)
     request_visible = turn_message_id is not None and any(
         message.id == turn_message_id for message in window
     )
-    sections = [base_prompt]
+    prompt: list[BaseMessage] = [SystemMessage(content=base_prompt), *window]
     if rows:
-        sections.append(render_plan(rows, turn_request, show_request=not request_visible))
+        view = render_plan(rows, turn_request, show_request=not request_visible)
+        prompt.append(HumanMessage(content=view))
     elif turn_request and not request_visible:
-        sections.append(request_reminder(turn_request))
-    if plan_last and len(sections) > 1:
-        return [SystemMessage(content=base_prompt), *window, HumanMessage(content=sections[1])]
-    return [SystemMessage(content="\n\n".join(sections)), *window]
+        prompt.append(HumanMessage(content=request_reminder(turn_request)))
+    return prompt

@@ -33,6 +33,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
+from tests.fakes import plan_view
 from tests.scripted_openai import Reply
 
 Body = dict[str, Any]
@@ -58,9 +59,12 @@ def turn_messages(body: Body) -> list[dict[str, Any]]:
     """The messages after the last user message: what happened in this turn so far.
 
     turnplan's reminders are user messages too, but a turn's own tool traffic never is, so
-    reading "since the last user message" is what a model would do as well.
+    reading "since the last user message" is what a model would do as well. turnplan's plan
+    view, sent as the last message, is not read as the user's: it is a view, not a new request.
     """
     messages: list[dict[str, Any]] = list(body.get("messages") or [])
+    if messages and plan_view(messages[-1:]):
+        messages = messages[:-1]
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     return messages[last_user + 1 :]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -98,6 +98,10 @@ class ScriptedChatModel(BaseChatModel):
         assert isinstance(first, SystemMessage)
         return str(first.content)
 
+    def plan_view(self, call: int) -> str:
+        """The plan view sent with call ``call`` ("" if none): see ``plan_view``."""
+        return plan_view(self.prompts[call])
+
 
 PLAN_LINE = re.compile(
     r"^- \[(?P<mark>.)\] (?P<title>.+?)(?: \(id (?P<id>[0-9a-f-]{36})\))?(?: — .*)?$"
@@ -111,13 +115,61 @@ class PlanRow:
     id: str | None
 
 
-def plan_rows(system_prompt: str) -> list[PlanRow]:
-    """The plan as the model sees it in the system prompt's plan view."""
-    if "## Current plan" not in system_prompt:
+PLAN_HEADING = "## Current plan"
+"""How the full profile's plan view starts (``prompts/plan_view.md``)."""
+
+
+Message = BaseMessage | Mapping[str, Any]
+"""A LangChain message, or one of the ``messages`` of an OpenAI request body."""
+M = TypeVar("M", BaseMessage, Mapping[str, Any])
+
+
+def _content_text(message: Message) -> str:
+    content = message.get("content") if isinstance(message, Mapping) else message.content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) if isinstance(part, Mapping) else str(part)
+            for part in content
+        )
+    return "" if content is None else str(content)
+
+
+def plan_view(messages: Sequence[Message]) -> str:
+    """The plan view a model was sent, or "" when there was none: the one reader every oracle
+    uses, so tests do not depend on where the prompt puts it.
+
+    ``messages`` are LangChain messages or the ``messages`` of an OpenAI request body. Only the
+    places a plan view may be are read (the last message, where it goes now, and the system
+    prompt), never the history, so an old plan in a tool result cannot pass for the current one.
+    """
+    places = [messages[-1], messages[0]] if messages else []
+    for message in places:
+        text = _content_text(message)
+        if PLAN_HEADING in text:
+            return PLAN_HEADING + text.split(PLAN_HEADING, 1)[1]
+    return ""
+
+
+def window_of(messages: Sequence[M]) -> list[M]:
+    """The history window a model was sent: its messages without the system prompt in front and
+    the plan view behind, so an oracle reading "the newest result" reads the history's."""
+    start = 1 if messages and _role(messages[0]) == "system" else 0
+    end = len(messages) - 1 if plan_view(messages[-1:]) else len(messages)
+    return list(messages[start:end])
+
+
+def _role(message: Message) -> str:
+    if isinstance(message, Mapping):
+        return str(message.get("role"))
+    return "system" if isinstance(message, SystemMessage) else message.type
+
+
+def plan_rows(view: str) -> list[PlanRow]:
+    """The rows of a plan view (``plan_view``): mark, title and, for open rows, the id."""
+    if PLAN_HEADING not in view:
         return []
-    view = system_prompt.split("## Current plan", 1)[1]
     rows = []
-    for line in view.splitlines():
+    for line in view.split(PLAN_HEADING, 1)[1].splitlines():
         match = PLAN_LINE.match(line.split("  <- in progress")[0])
         if match:
             rows.append(PlanRow(match["mark"], match["title"], match["id"]))
@@ -138,8 +190,7 @@ class PlanOracle:
     acted: set[str] = field(default_factory=set)
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        system = str(messages[0].content)
-        rows = plan_rows(system)
+        rows = plan_rows(plan_view(messages))
         if not rows:
             self.acted.add(self.titles[0])
             return ai(

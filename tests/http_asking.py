@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fakes import plan_rows
-from tests.http_oracle import system_prompt_of
+from tests.fakes import plan_rows, window_of
+from tests.http_oracle import plan_view_of
 from tests.scripted_openai import Reply, text, tool_calls
 
 OPTIONS = ["call mom", "call dad"]
@@ -19,9 +19,8 @@ OPTIONS = ["call mom", "call dad"]
 
 def _results_of_last_step(body: dict[str, Any]) -> dict[str, str]:
     """The newest assistant message's tool results, by tool name."""
-    messages = body.get("messages") or []
     results: dict[str, str] = {}
-    for message in reversed(messages):
+    for message in reversed(window_of(body.get("messages") or [])):
         if message.get("role") != "tool":
             names = {
                 call["id"]: call["function"]["name"] for call in message.get("tool_calls") or []
@@ -32,7 +31,7 @@ def _results_of_last_step(body: dict[str, Any]) -> dict[str, str]:
 
 
 def asking_model(body: dict[str, Any]) -> Reply:
-    rows = plan_rows(system_prompt_of(body))
+    rows = plan_rows(plan_view_of(body))
     if not rows:
         return tool_calls(
             ("create_todo", {"items": [{"title": "Complete the call task"}]}),
@@ -61,7 +60,7 @@ def approval_aware_model(body: dict[str, Any]) -> Reply:
     """Plans two additions and acts on the first; then acts on the item in progress unless the
     last step's action succeeded (one refused before approval is made again), else closes it
     and acts on the next; answers when nothing is open."""
-    rows = plan_rows(system_prompt_of(body))
+    rows = plan_rows(plan_view_of(body))
     if not rows:
         return tool_calls(("create_todo", {"items": [{"title": t} for t in PLAN]}), _add(PLAN[0]))
     current = next((row for row in rows if row.mark == ">"), None)

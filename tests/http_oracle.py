@@ -1,6 +1,6 @@
 """The N-item oracle of tests.fakes, speaking through the scripted OpenAI-compatible server.
 
-It decides from the request body alone (the system prompt's plan view), exactly as a real model
+It decides from the request body alone (the plan view it is sent), exactly as a real model
 behind ``ChatOpenAI`` would have to, so wire tests and benchmarks exercise the full HTTP path.
 """
 
@@ -10,18 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes import plan_rows
+from tests.fakes import plan_rows, plan_view
 from tests.scripted_openai import Reply, text, tool_calls
 
 Action = Callable[[str], tuple[str, dict[str, Any]]]
 
 
-def system_prompt_of(body: dict[str, Any]) -> str:
-    first = (body.get("messages") or [{}])[0]
-    content = first.get("content") or ""
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content)
+def plan_view_of(body: dict[str, Any]) -> str:
+    """The plan view of an OpenAI request body ("" if none): ``tests.fakes.plan_view``."""
+    return plan_view(body.get("messages") or [])
 
 
 @dataclass
@@ -33,7 +30,7 @@ class HttpPlanOracle:
     answer: str = "All done."
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        rows = plan_rows(system_prompt_of(body))
+        rows = plan_rows(plan_view_of(body))
         if not rows:
             return tool_calls(
                 ("create_todo", {"items": [{"title": t} for t in self.titles]}),

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import interrupt
 from pydantic import Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 
 from agent.tool_names import ASK_USER
 from agent.tools.runtime import ToolRuntimeT, state_value
@@ -31,20 +32,21 @@ MAX_OPTIONS = 20
 NO_ANSWER = "(the user gave no answer)"
 
 Question = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=QUESTION_MAX_LENGTH),
-    Field(description="The question, as the user should read it."),
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=QUESTION_MAX_LENGTH)
 ]
 Option = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OPTION_MAX_LENGTH)
 ]
 Options = Annotated[
-    list[Option] | None,
-    Field(
-        max_length=MAX_OPTIONS,
-        description="Choices to offer, when you know them (e.g. the candidate task titles).",
-    ),
+    Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | SkipJsonSchema[None],
+    Field(description="Choices, if known (e.g. candidate task titles)."),
 ]
+DESCRIPTION = (
+    "Ask the user one clear question and wait; the answer is the result and the turn goes on, "
+    "plan kept. Only when you cannot go on without them: an ambiguous request, a missing "
+    "detail, a choice that is theirs."
+)
+"""What the model reads, on every call: when to ask (the schema says how)."""
 
 
 def answer_text(answer: Any) -> str:
@@ -59,15 +61,9 @@ def answer_text(answer: Any) -> str:
 def build_ask_user_tool(database: Database) -> BaseTool:
     """``ask_user``, reading the item in progress from ``database`` for the question's card."""
 
-    @tool(ASK_USER)
+    @tool(ASK_USER, description=DESCRIPTION)
     async def ask_user(question: Question, runtime: ToolRuntimeT, options: Options = None) -> str:
-        """Ask the user a question and wait for the answer, which is this tool's result.
-
-        Use it when you cannot go on without the user: an ambiguous request (which of two tasks
-        they mean), a missing detail, or a choice only they can make. The turn pauses with the
-        plan kept, and goes on with the answer. Ask one clear question; give `options` when the
-        possible answers are known. Do not use it for small talk or to announce what you did.
-        """
+        """Pause the turn with the question (an interrupt); its resume value is the answer."""
         scope = TurnScope(
             state_value(runtime, "conversationId", "") or "",
             state_value(runtime, "turnId", "") or "",

@@ -1,10 +1,13 @@
 """The personal-task toolset (seeds 002 and 003): add, list, complete, update and delete the
 user's own tasks.
 
-Each function's docstring is the description the model reads, so it says when to use the tool and
-what its errors mean. The user is never a parameter: every function receives a ``TaskRepository``
-already scoped to the run's ``Context.user_id`` (injected by ``agent.tools.audited``, which also
-audits the call and owns the transaction), and the model's arguments cannot name another user.
+Each function's docstring is the description the model reads, sent with every LLM call, so it is
+kept to what the schema cannot say; the rules shared by all five (one task per call, asking
+instead of guessing, what each error code means) are in ``prompts/personal_tasks.md`` once, and
+every error result names its own fix. The user is never a parameter: every function receives a
+``TaskRepository`` already scoped to the run's ``Context.user_id`` (injected by
+``agent.tools.audited``, which also audits the call and owns the transaction), and the model's
+arguments cannot name another user.
 
 Changes return a ``Command`` that appends to ``modifiedTasks`` (seed 003) alongside the tool
 message, so the turn's output says which tasks changed; reads and errors return plain content.
@@ -19,6 +22,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.types import Command
 from pydantic import Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 
 from agent.errors import ErrorCode, ToolFailure
 from agent.tool_names import IN_ORDER_METADATA
@@ -32,39 +36,20 @@ from storage.repositories import TaskRepository
 TITLE_MAX_LENGTH = 200
 DESCRIPTION_MAX_LENGTH = 2000
 
-TaskFilter = Annotated[
-    Literal["all", "pending", "completed"],
-    Field(description='Which tasks: "all", "pending" (not done) or "completed".'),
-]
+TaskFilter = Literal["all", "pending", "completed"]
 TaskAction = Literal["created", "completed", "updated", "deleted"]
 
+# Lengths and choices are in the schema (maxLength, enum), so descriptions do not repeat them.
 Title = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_MAX_LENGTH),
-    Field(description="The task title, 1-200 characters (surrounding spaces are trimmed)."),
-]
-NewTitle = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_MAX_LENGTH),
-    Field(description="New title, 1-200 characters. Omit to keep the current title."),
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_MAX_LENGTH)
 ]
 Description = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX_LENGTH),
-    Field(description="Optional details, at most 2000 characters."),
+    str, StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX_LENGTH)
 ]
-NewDescription = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX_LENGTH),
-    Field(
-        description="New description, at most 2000 characters; an empty string clears it. "
-        "Omit to keep the current description."
-    ),
-]
-TaskIdentifier = Annotated[
-    str,
-    Field(description="The task's id (a UUID from list_tasks) or its title (or part of it)."),
-]
+NewDescription = Annotated[Description, Field(description='"" clears it.')]
+TaskIdentifier = Annotated[str, Field(description="Task id or title (or part of it).")]
+Omitted = SkipJsonSchema[None]
+"""None for an argument the model left out; not offered as a value (no ``anyOf`` with null)."""
 Tasks = Annotated[TaskRepository, InjectedToolArg]
 
 
@@ -93,13 +78,7 @@ def _changed(
 async def add_task(
     title: Title, runtime: ToolRuntimeT, tasks: Tasks, description: Description = ""
 ) -> Command[Any]:
-    """Create a new task in the user's personal task list.
-
-    Use when the user asks to add, create or remember a task. If they gave no title, ask for one
-    instead of calling. Returns the new task's id, which later calls can use.
-    Errors: VALIDATION_ERROR (title empty or over 200 characters, description over 2000: fix and
-    retry, or ask the user to shorten it); DATABASE_ERROR (nothing was saved: tell the user).
-    """
+    """Add a task to the user's list; returns its id."""
     task = await tasks.add(title, description)
     return _changed(
         runtime,
@@ -118,13 +97,7 @@ async def add_task(
 
 
 async def list_tasks(runtime: ToolRuntimeT, tasks: Tasks, filter: TaskFilter = "all") -> str:
-    """List the user's tasks, oldest first, with their ids and completion state.
-
-    Use when the user asks to see their tasks, and before acting on a task whose title you are
-    unsure of. filter: "all" (default), "pending" (not done) or "completed"; no other value.
-    Errors: VALIDATION_ERROR (filter not one of the three values); DATABASE_ERROR (tell the user
-    their tasks are unavailable right now).
-    """
+    """List the user's tasks, oldest first, with ids and done state ("pending": not done)."""
     # ``runtime`` is unused here but declared all the same: the tools node injects it only into
     # tools that ask for it, and the audit wrapper reads the user from it.
     completed: bool | None = {"all": None, "pending": False, "completed": True}[filter]
@@ -142,15 +115,7 @@ async def list_tasks(runtime: ToolRuntimeT, tasks: Tasks, filter: TaskFilter = "
 async def complete_task(
     task_identifier: TaskIdentifier, runtime: ToolRuntimeT, tasks: Tasks
 ) -> Command[Any] | str:
-    """Mark one of the user's tasks as done.
-
-    Use when the user says a task is finished. task_identifier is the task's id or its title; an
-    exact title beats partial matches. One task per call: for several, call once per task.
-    Errors: NOT_FOUND (no such task: use list_tasks, or ask the user); VALIDATION_ERROR with
-    "candidates" (several tasks match: ask the user which one, then pass its id); INVALID_ID (a
-    malformed id: copy the full id from list_tasks or use the title); DATABASE_ERROR (nothing was
-    changed: tell the user).
-    """
+    """Mark one task done."""
     task = await resolve_task(tasks, task_identifier)
     payload = {"status": "success", "task_id": task.id, "title": task.title, "completed": True}
     if task.completed:
@@ -163,17 +128,10 @@ async def update_task(
     task_identifier: TaskIdentifier,
     runtime: ToolRuntimeT,
     tasks: Tasks,
-    new_title: NewTitle | None = None,
-    new_description: NewDescription | None = None,
+    new_title: Title | Omitted = None,
+    new_description: NewDescription | Omitted = None,
 ) -> Command[Any]:
-    """Change the title and/or description of one of the user's tasks.
-
-    Use when the user renames a task or adds or changes its details. Give new_title,
-    new_description or both; task_identifier is the task's id or current title.
-    Errors: VALIDATION_ERROR (neither field given, a field too long, or several tasks match, with
-    "candidates": ask the user which one); NOT_FOUND (use list_tasks); INVALID_ID (malformed id);
-    DATABASE_ERROR (nothing was changed: tell the user).
-    """
+    """Change one task's title and/or description (give at least one; omitted ones stay)."""
     if new_title is None and new_description is None:
         raise ToolFailure(
             ErrorCode.VALIDATION_ERROR,
@@ -201,14 +159,7 @@ async def update_task(
 async def delete_task(
     task_identifier: TaskIdentifier, runtime: ToolRuntimeT, tasks: Tasks
 ) -> Command[Any]:
-    """Delete one of the user's tasks; it disappears from every list.
-
-    Use only when the user clearly asks to delete or remove a task, and name the task in your
-    confirmation. One task per call. task_identifier is the task's id or title.
-    Errors: NOT_FOUND (no such task, or already deleted: use list_tasks); VALIDATION_ERROR with
-    "candidates" (several tasks match: ask the user which one, never guess when deleting);
-    INVALID_ID (malformed id); DATABASE_ERROR (nothing was deleted: tell the user).
-    """
+    """Delete one task, only when the user clearly asks to."""
     task = await resolve_task(tasks, task_identifier)
     await tasks.soft_delete(task)
     return _changed(

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.http_oracle import HttpPlanOracle, system_prompt_of
+from tests.http_oracle import HttpPlanOracle, plan_view_of
 from tests.scripted_openai import Reply, ScriptedOpenAIServer, slow, text, tool_calls
 
 pytestmark = pytest.mark.integration
@@ -116,7 +116,7 @@ def test_turnplan_run_resume_finishes_a_turn_whose_process_died(
 
     def respond(body: dict[str, Any]) -> Reply:
         # The second model call of the turn hangs: the process is killed while it waits.
-        if "## Current plan" in system_prompt_of(body) and not stalled["done"]:
+        if plan_view_of(body) and not stalled["done"]:
             stalled["done"] = True
             return slow(3600, text("never sent"))
         return oracle(body)

@@ -12,6 +12,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.dev_server import DevServer, copy_project, run_dev_server
+from tests.fakes import plan_view
 from tests.http_oracle import HttpPlanOracle
 from tests.scripted_openai import ScriptedOpenAIServer, text
 
@@ -101,7 +102,7 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     assert second["turnId"] != values["turnId"]
     assert second["modifiedTasks"] == []
     last_request = model_server.requests[-1]
-    assert "## Current plan" not in last_request["messages"][0]["content"]
+    assert plan_view(last_request["messages"]) == ""
     # The earlier turn is still history: its answer is in the window, before the new request.
     contents = [m.get("content") for m in last_request["messages"]]
     assert contents.index("All done.") < contents.index("Thanks!")

@@ -16,7 +16,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "ask"}}
 
@@ -24,7 +24,7 @@ CONFIG: RunnableConfig = {"configurable": {"thread_id": "ask"}}
 def results_of_last_step(messages: list[BaseMessage]) -> list[ToolMessage]:
     """The tool messages after the newest AI message."""
     results: list[ToolMessage] = []
-    for message in reversed(messages):
+    for message in reversed(window_of(messages)):
         if not isinstance(message, ToolMessage):
             break
         results.append(message)
@@ -39,8 +39,8 @@ class AmbiguousTitleModel:
         self.also = also
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        rows = plan_rows(str(messages[0].content))
-        last = messages[-1]
+        rows = plan_rows(plan_view(messages))
+        last = window_of(messages)[-1]
         if not rows:
             return ai(
                 tool_call("create_todo", items=[{"title": "Complete the call task"}]),

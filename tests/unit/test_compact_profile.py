@@ -212,7 +212,7 @@ def test_the_dispatch_call_reaches_the_tools_node_as_the_real_tool_call() -> Non
     )
 
 
-def test_plan_last_keeps_the_system_prompt_identical_across_calls() -> None:
+def test_the_plan_goes_last_so_the_system_prompt_is_identical_across_calls() -> None:
     rows = [row("buy groceries", "in_progress")]
 
     def prompt(rows: list[TurnTodo]) -> list[Any]:
@@ -223,7 +223,6 @@ def test_plan_last_keeps_the_system_prompt_identical_across_calls() -> None:
             rows=rows,
             turn_request=REQUEST,
             turn_message_id="h",
-            plan_last=True,
         )
 
     first, later = prompt(rows), prompt([row("buy groceries", "completed", outcome="ok")])

@@ -26,7 +26,7 @@ from agent.workers import (
 from storage import Database
 from storage.repositories import ToolAuditRepository, TurnScope
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 from tests.tool_harness import run_tool_calls
 
 TASK_TOOLS = {"add_task", "list_tasks", "complete_task", "update_task", "delete_task"}
@@ -70,7 +70,7 @@ class DelegatingSupervisor:
     result (or cancels it if the worker failed); reads only what the model is sent."""
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        rows = plan_rows(str(messages[0].content))
+        rows = plan_rows(plan_view(messages))
         if not rows:
             return ai(tool_call("create_todo", items=ITEMS), tool_call("record", note="a"))
         current = next((row for row in rows if row.mark == ">"), None)
@@ -83,7 +83,7 @@ class DelegatingSupervisor:
                 tool_call("delegate", todoId=following.id),
             )
         if current.title == "Add the groceries task":
-            last = messages[-1]
+            last = window_of(messages)[-1]
             assert isinstance(last, ToolMessage) and last.name == "delegate"
             if last.status == "error":
                 close = tool_call(
@@ -148,7 +148,7 @@ async def test_delegated_item_is_awaited_and_the_drain_loop_resumes(database: Da
         m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "delegate"
     )
     assert json.loads(str(delegated.content)) == {
-        "todoId": plan_rows(supervisor.system_prompt(2))[1].id,
+        "todoId": plan_rows(supervisor.plan_view(2))[1].id,
         "agentType": "tasks",
         "result": "Added 'buy groceries'.",
         "toolCalls": 1,
@@ -175,7 +175,7 @@ async def test_worker_sees_the_item_and_the_request_but_no_plan_tools(database: 
     assert "Add the groceries task" in hand_over and "Task title: buy groceries" in hand_over
     assert "the task exists" in hand_over and "note a, add groceries, note c" in hand_over
     assert '"tasks" worker' in worker.system_prompt(0)
-    assert "## Current plan" not in worker.system_prompt(0)
+    assert worker.plan_view(0) == ""
 
 
 async def test_a_failing_worker_is_an_error_result_and_the_turn_goes_on(

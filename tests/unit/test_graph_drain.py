@@ -15,7 +15,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
-from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import (
+    PlanOracle,
+    ScriptedChatModel,
+    ai,
+    plan_rows,
+    plan_view,
+    tool_call,
+    window_of,
+)
 
 DONE: list[str] = []
 
@@ -106,7 +114,7 @@ async def test_the_graph_starts_the_next_row_by_priority(database: Database) -> 
     )
 
     def respond(messages: list[Any]) -> AIMessage:
-        rows = plan_rows(str(messages[0].content))
+        rows = plan_rows(plan_view(messages))
         current = next((r for r in rows if r.mark == ">"), None)
         if current is None:
             return AIMessage(content="all done")
@@ -115,7 +123,7 @@ async def test_the_graph_starts_the_next_row_by_priority(database: Database) -> 
     first = model.script.pop(0)
     model.responder = lambda messages: first if model.calls == 1 else respond(messages)
     await run(make_graph(model, database), "two things")
-    order = [plan_rows(model.system_prompt(i)) for i in range(1, 3)]
+    order = [plan_rows(model.plan_view(i)) for i in range(1, 3)]
     assert [next(r.title for r in rows if r.mark == ">") for rows in order] == ["a", "b"]
 
 
@@ -126,7 +134,7 @@ async def test_answering_with_open_rows_gets_a_reminder_and_the_loop_continues(
     premature = {"sent": False}
 
     def respond(messages: list[Any]) -> AIMessage:
-        if len(plan_rows(str(messages[0].content))) and not premature["sent"]:
+        if len(plan_rows(plan_view(messages))) and not premature["sent"]:
             premature["sent"] = True
             return AIMessage(content="All done!")  # a lie: nothing is closed yet
         return oracle(messages)
@@ -149,7 +157,7 @@ async def test_answering_with_open_rows_gets_a_reminder_and_the_loop_continues(
 
 def stubborn(messages: list[Any]) -> AIMessage:
     """Plans two items, then works forever without closing any."""
-    if not plan_rows(str(messages[0].content)):
+    if not plan_rows(plan_view(messages)):
         return ai(tool_call("create_todo", items=[{"title": "alpha"}, {"title": "beta"}]))
     return ai(tool_call("record", note="still working"))
 
@@ -170,7 +178,7 @@ async def test_budget_exhaustion_answers_honestly_and_leaves_rows_open(
     database: Database,
 ) -> None:
     def one_done_then_stuck(messages: list[Any]) -> AIMessage:
-        rows = plan_rows(str(messages[0].content))
+        rows = plan_rows(plan_view(messages))
         if not rows:
             return ai(
                 tool_call(
@@ -249,7 +257,7 @@ async def test_a_new_turn_does_not_resume_the_rows_of_an_earlier_one(database: D
     model.responder = lambda m: AIMessage(content="fresh turn")
     second = await run(graph, "second", Context(), thread_id="t")
     assert second["messages"][-1].content == "fresh turn"
-    assert "## Current plan" not in model.system_prompt(calls_before)
+    assert model.plan_view(calls_before) == ""
     assert second["turnStatus"] == "answered"
     assert {r[1] for r in rows_in_db(database)} == {"in_progress", "pending"}
 
@@ -266,14 +274,14 @@ async def test_long_turn_keeps_request_and_plan_in_a_prompt_that_does_not_grow(
     await run(make_graph(model, database), request, Context(max_iterations=50))
     assert model.calls >= 30
     prompt = model.prompts[29]
-    system = str(prompt[0].content)
-    assert request in system
-    rows = plan_rows(system)
+    view = plan_view(prompt)
+    assert request in view and prompt[-1].content == view  # the plan goes last
+    rows = plan_rows(view)
     assert len(rows) == 32 and sum(r.mark == "x" for r in rows) == 28
-    assert len(prompt) <= 1 + 10
+    window = window_of(prompt)
+    assert 0 < len(window) <= 10 and len(prompt) == 1 + len(window) + 1
     assert all(not isinstance(m, SystemMessage) for m in prompt[1:])
-    first_history = prompt[1]
-    assert not isinstance(first_history, ToolMessage)
+    assert not isinstance(window[0], ToolMessage)
     size = lambda p: sum(len(str(m.content)) for m in p)  # noqa: E731
     assert size(prompt) < size(model.prompts[9]) * 1.3
 
@@ -353,7 +361,7 @@ async def test_database_failure_ends_the_turn_clearly(database: Database) -> Non
 
 async def test_every_row_change_is_a_custom_stream_event(database: Database) -> None:
     def respond(messages: list[Any]) -> AIMessage:
-        rows = plan_rows(str(messages[0].content))
+        rows = plan_rows(plan_view(messages))
         if not rows:
             return ai(tool_call("create_todo", items=[{"title": "a"}, {"title": "b"}]))
         current = next((r for r in rows if r.mark == ">"), None)
@@ -400,7 +408,7 @@ async def test_a_model_that_keeps_answering_with_open_rows_is_stopped_honestly(
     database: Database,
 ) -> None:
     def plan_then_chat(messages: list[Any]) -> AIMessage:
-        if not plan_rows(str(messages[0].content)):
+        if not plan_rows(plan_view(messages)):
             return ai(tool_call("create_todo", items=[{"title": "alpha"}, {"title": "beta"}]))
         return AIMessage(content="Sure, all handled!")
 
@@ -448,7 +456,7 @@ async def test_reminders_in_a_row_reset_when_the_model_gets_back_to_work(
         calls["n"] += 1
         # Every other call after planning is a premature answer; the work still gets done.
         if calls["n"] > 1 and calls["n"] % 2 == 0:
-            rows = plan_rows(str(messages[0].content))
+            rows = plan_rows(plan_view(messages))
             if any(r.mark in (" ", ">") for r in rows):
                 return AIMessage(content="done?")
         return oracle(messages)

@@ -14,7 +14,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "approve"}}
 
@@ -27,7 +27,7 @@ def approval_aware_model(messages: list[BaseMessage]) -> AIMessage:
     """Plans two items and acts on the first; then, for the item in progress, acts on it unless
     the last step's action succeeded (a refused action before approval is made again), in which
     case it closes it and acts on the next; answers when nothing is open."""
-    rows = plan_rows(str(messages[0].content))
+    rows = plan_rows(plan_view(messages))
     if not rows:
         return ai(
             tool_call("create_todo", items=[{"title": "Add bread"}, {"title": "Add milk"}]),
@@ -37,7 +37,7 @@ def approval_aware_model(messages: list[BaseMessage]) -> AIMessage:
     if current is None:
         return AIMessage(content=f"Done: {len(rows)} items.")
     results = []
-    for message in reversed(messages):
+    for message in reversed(window_of(messages)):
         if not isinstance(message, ToolMessage):
             break
         results.append(message)

@@ -20,7 +20,7 @@ from agent.prompt_builder import answer_orphaned_tool_calls
 from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
-from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
+from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_view, tool_call
 
 
 @tool
@@ -105,7 +105,7 @@ async def test_an_empty_rerun_of_a_thread_is_not_a_new_turn(database: Database) 
 
 async def test_reminders_never_open_a_turn(database: Database) -> None:
     def plan_then_chat(messages: list[Any]) -> AIMessage:
-        if "## Current plan" not in str(messages[0].content):
+        if not plan_view(messages):
             return ai(tool_call("create_todo", items=[{"title": "alpha"}]))
         return AIMessage(content="chatting")
 

@@ -1,0 +1,100 @@
+"""The history window leaves out the turn's steps the plan view already reports, and nothing
+the model still needs: the step that opened the current item, what came after it, the request
+and earlier turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+from agent.prompt_builder import model_messages, without_reported_steps
+from storage.models import TurnTodo
+from tests.fakes import plan_rows, plan_view, tool_call, window_of
+
+REQUEST = "Please do one, two and three."
+
+
+def step(*calls: dict[str, Any], errors: frozenset[str] = frozenset()) -> list[AnyMessage]:
+    """An AI message with ``calls`` and one result for each (an error for names in ``errors``)."""
+    results: list[AnyMessage] = [
+        ToolMessage(
+            content="failed" if call["name"] in errors else "ok",
+            tool_call_id=call["id"],
+            name=call["name"],
+            status="error" if call["name"] in errors else "success",
+        )
+        for call in calls
+    ]
+    return [AIMessage(content="", tool_calls=list(calls)), *results]
+
+
+EARLIER = [HumanMessage("hello", id="h0"), AIMessage("hi")]
+OPENING = HumanMessage(REQUEST, id="h1")
+PLANNED = step(tool_call("create_todo", items=[]), tool_call("act", item="one"))
+CLOSED_ONE = step(
+    tool_call("complete_todo", todoId="1", outcome="ok"), tool_call("act", item="two")
+)
+
+
+def test_the_window_starts_again_at_the_step_that_opened_the_current_item() -> None:
+    window = [*EARLIER, OPENING, *PLANNED, *CLOSED_ONE]
+
+    assert without_reported_steps(window, "h1") == [*EARLIER, OPENING, *CLOSED_ONE]
+
+
+def test_what_came_after_that_step_stays() -> None:
+    answered = [AIMessage("done?"), HumanMessage("You answered, but ...", name="reminder")]
+    window = [OPENING, *PLANNED, *CLOSED_ONE, *answered]
+
+    assert without_reported_steps(window, "h1") == [OPENING, *CLOSED_ONE, *answered]
+
+
+def test_a_failed_close_changed_nothing_so_the_work_before_it_stays() -> None:
+    failed = step(
+        tool_call("complete_todo", todoId="bad", outcome="x"), errors=frozenset({"complete_todo"})
+    )
+    window = [OPENING, *PLANNED, *failed]
+
+    assert without_reported_steps(window, "h1") == window
+
+
+def test_with_the_request_out_of_the_window_everything_in_it_is_this_turn() -> None:
+    assert without_reported_steps([*PLANNED, *CLOSED_ONE], "h1") == CLOSED_ONE
+
+
+def test_without_a_turn_id_nothing_is_dropped() -> None:
+    window = [*EARLIER, OPENING, *PLANNED, *CLOSED_ONE]
+
+    assert without_reported_steps(window, None) == window
+
+
+def test_with_a_plan_the_prompt_has_the_current_step_and_the_request_once() -> None:
+    rows = [
+        TurnTodo(id="1" * 36, title="one", status="completed", outcome="ok"),
+        TurnTodo(id="2" * 36, title="two", status="in_progress"),
+    ]
+    history = [OPENING, *PLANNED, *CLOSED_ONE]
+
+    prompt = model_messages(
+        base_prompt="stable",
+        history=history,
+        history_limit=10,
+        rows=rows,
+        turn_request=REQUEST,
+        turn_message_id="h1",
+    )
+
+    assert window_of(prompt) == [OPENING, *CLOSED_ONE]
+    assert REQUEST not in plan_view(prompt)  # the request is in the window already
+    assert [row.mark for row in plan_rows(plan_view(prompt))] == ["x", ">"]
+    kept_all = model_messages(
+        base_prompt="stable",
+        history=history,
+        history_limit=10,
+        rows=rows,
+        turn_request=REQUEST,
+        turn_message_id="h1",
+        drop_reported=False,
+    )
+    assert window_of(kept_all) == history
