@@ -40,6 +40,9 @@ class TurnView:
     llm_calls: int
     turn_request: str
     turn_message_id: str | None
+    rows: Sequence[TurnTodo] | None = None
+    """The turn's rows if the caller has just read them (``execute`` reads them with its step
+    claim); None to read them here."""
 
 
 REASON_LIMIT = 300
@@ -74,7 +77,11 @@ async def model_step(
     update = dict(update or {})
     await deps.prepare()
     try:
-        rows, _ = await TurnPlan(deps.database, view.scope).rows()
+        rows = (
+            list(view.rows)
+            if view.rows is not None
+            else (await TurnPlan(deps.database, view.scope).rows())[0]
+        )
         orphans = orphaned_tool_calls(history)
         recorded = (
             await recorded_results(deps.database, view.scope.conversation_id, orphans)

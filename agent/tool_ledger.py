@@ -89,9 +89,16 @@ async def recorded_results(
     """The recorded results of these calls in this conversation, by tool call id."""
     try:
         async with database.session(readonly=True) as session:
-            found = await ToolResultRepository(session).find(conversation_id, tool_call_ids)
+            return await recorded_results_in(session, conversation_id, tool_call_ids)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error
+
+
+async def recorded_results_in(
+    session: AsyncSession, conversation_id: str, tool_call_ids: Iterable[str]
+) -> dict[str, RecordedResult]:
+    """``recorded_results`` inside the caller's transaction."""
+    found = await ToolResultRepository(session).find(conversation_id, tool_call_ids)
     return {row.toolCallId: _recorded(row.toolName, row.content, row.stateUpdate) for row in found}
 
 

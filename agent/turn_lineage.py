@@ -19,18 +19,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.state import SupervisorState
 from storage import Database
 from storage.models import TODO_STATUSES, TurnTodo, utc_now_iso
-from storage.repositories import ConversationRepository, TurnRepository, TurnScope
+from storage.repositories import (
+    ConversationRepository,
+    TurnRepository,
+    TurnScope,
+    TurnTodoRepository,
+)
 
 FORK_MARK = "/fork-"
 
@@ -66,6 +72,9 @@ class TurnClaim:
     scope: TurnScope
     step: int
     forked_from: str | None = None
+    rows: list[TurnTodo] | None = None
+    """The turn's rows, read in the claim's own transaction when the node asked for them (one
+    transaction instead of two, and the rows are exactly those of the step just claimed)."""
 
     def update(self) -> dict[str, Any]:
         """State changes that go with the claim: the step, and a fork's new turn id."""
@@ -136,34 +145,53 @@ async def continue_turn(
     task_id: str,
     message_id: str,
     todos: Sequence[Mapping[str, Any]],
+    read_rows: bool = False,
 ) -> TurnClaim:
     """Claim the next step of a running turn for ``execute`` or ``drain``; a run from an older
-    checkpoint gets a fork whose rows are copied from ``todos`` (the state's plan snapshot)."""
+    checkpoint gets a fork whose rows are copied from ``todos`` (the state's plan snapshot).
+    ``read_rows`` also reads the claimed turn's rows, in the same transaction."""
     try:
         async with database.session() as session:
-            turns = TurnRepository(session)
-            if await turns.advance(scope, from_step=step, task_id=task_id):
-                return TurnClaim(scope, step + 1)
-            if await turns.find(scope) is None:
-                # A turn that began before turns were recorded: adopt it as it is.
-                await turns.create(scope, message_id=message_id, step=step + 1, task_id=task_id)
-                return TurnClaim(scope, step + 1)
-            fork = fork_scope(scope)
-            await turns.create(
-                fork,
-                message_id=message_id,
-                step=step + 1,
-                task_id=task_id,
-                forked_from=scope.turn_id,
-            )
-            session.add_all(copied_rows(fork, todos))
-            await session.flush()
-            return TurnClaim(fork, step + 1, forked_from=scope.turn_id)
+            claim = await _claim_step(session, scope, step, task_id, message_id, todos)
+            if not read_rows:
+                return claim
+            rows = await TurnTodoRepository(session).find_by_turn(claim.scope)
+            return replace(claim, rows=rows)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
 
 
-async def claim_next_step(database: Database, state: SupervisorState) -> TurnClaim:
+async def _claim_step(
+    session: AsyncSession,
+    scope: TurnScope,
+    step: int,
+    task_id: str,
+    message_id: str,
+    todos: Sequence[Mapping[str, Any]],
+) -> TurnClaim:
+    turns = TurnRepository(session)
+    if await turns.advance(scope, from_step=step, task_id=task_id):
+        return TurnClaim(scope, step + 1)
+    if await turns.find(scope) is None:
+        # A turn that began before turns were recorded: adopt it as it is.
+        await turns.create(scope, message_id=message_id, step=step + 1, task_id=task_id)
+        return TurnClaim(scope, step + 1)
+    fork = fork_scope(scope)
+    await turns.create(
+        fork,
+        message_id=message_id,
+        step=step + 1,
+        task_id=task_id,
+        forked_from=scope.turn_id,
+    )
+    session.add_all(copied_rows(fork, todos))
+    await session.flush()
+    return TurnClaim(fork, step + 1, forked_from=scope.turn_id)
+
+
+async def claim_next_step(
+    database: Database, state: SupervisorState, *, read_rows: bool = False
+) -> TurnClaim:
     """``continue_turn`` for the node that is running now, from its state."""
     return await continue_turn(
         database,
@@ -172,17 +200,14 @@ async def claim_next_step(database: Database, state: SupervisorState) -> TurnCla
         task_id=task_id_of(get_config()),
         message_id=state.turnMessageId,
         todos=state.todos,
+        read_rows=read_rows,
     )
 
 
-async def check_current(database: Database, scope: TurnScope, step: int) -> None:
+async def check_current(session: AsyncSession, scope: TurnScope, step: int) -> None:
     """Refuse a tool call made from an older checkpoint than the turn has reached, so a fork
     never changes the original turn's rows (the fork's ``drain`` then copies the plan)."""
-    try:
-        async with database.session(readonly=True) as session:
-            current = await TurnRepository(session).step_of(scope)
-    except (SQLAlchemyError, OSError) as error:
-        raise database_failure(error, "turn") from error
+    current = await TurnRepository(session).step_of(scope)
     if current is not None and current > step:
         raise ToolFailure(
             ErrorCode.NOT_RUN,

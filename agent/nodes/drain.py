@@ -34,7 +34,7 @@ from agent.turn_outcome import (
     plan_complete_message,
     stalled_message,
 )
-from agent.turn_plan import PlanCounts, TurnPlan, plan_limits
+from agent.turn_plan import PlanCounts, TurnPlan, count_rows, plan_limits
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -90,8 +90,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 rows, _ = await plan.rows()
                 if awaiting_approval(state.approvePlan, state.planApproved, open_rows(rows)):
                     approval = await ask_for_approval(plan, rows, plan_limits(context))
-            claim = await claim_next_step(deps.database, state)
-            rows, counts = await TurnPlan(deps.database, claim.scope).rows()
+            claim = await claim_next_step(deps.database, state, read_rows=True)
+            rows = claim.rows or []
+            counts = count_rows(rows)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)

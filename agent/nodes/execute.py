@@ -23,7 +23,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
     async def execute(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         try:
-            claim = await claim_next_step(deps.database, state)
+            claim = await claim_next_step(deps.database, state, read_rows=True)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         view = TurnView(
@@ -31,6 +31,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             llm_calls=state.llmCalls,
             turn_request=state.turnRequest,
             turn_message_id=state.turnMessageId or None,
+            rows=claim.rows,
         )
         return await model_step(deps, state.messages, view, context, claim.update())
 

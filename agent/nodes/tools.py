@@ -20,6 +20,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
+from agent.call_gate import recorded_if_current
 from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.ordered_tools import Execute, ToolResult, build_tools_node, request_messages
@@ -28,7 +29,6 @@ from agent.tool_catalog import ToolCatalog
 from agent.tool_ledger import CallAlreadyRecorded, record_after_call, recorded_results
 from agent.tool_names import ASK_USER
 from agent.turn_identity import call_record_id, issuing_message, message_text
-from agent.turn_lineage import check_current
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -109,10 +109,9 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
         if scope.conversation_id and scope.turn_id:
-            await check_current(database, scope, step)
-            recorded = await recorded_results(database, scope.conversation_id, [record_id])
-            if record_id in recorded:
-                return recorded[record_id].as_tool_result(call_id)
+            replay = await recorded_if_current(database, scope, step, record_id)
+            if replay is not None:
+                return replay.as_tool_result(call_id)
         _refuse_before_approval(request, issuer)
         _one_question_per_message(request, issuer)
         request = await _run_tool(request, catalog)
