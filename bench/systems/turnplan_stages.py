@@ -31,7 +31,7 @@ from bench.systems import PreparedTurn
 from bench.systems.turnplan import prepare_turnplan
 from bench.wire import Body, Oracle
 from tests.fakes import PlanRow, plan_rows
-from tests.http_oracle import system_prompt_of
+from tests.http_oracle import plan_view_of
 from tests.scripted_openai import Reply, text, tool_calls
 
 STAGE = 1
@@ -46,7 +46,7 @@ def plan_in_request(body: Body) -> list[PlanRow]:
 
     The one place that knows where the plan view travels (today: the system prompt), so moving
     it changes this function only."""
-    return plan_rows(system_prompt_of(body))
+    return plan_rows(plan_view_of(body))
 
 
 def _close(rows: list[PlanRow]) -> Reply:

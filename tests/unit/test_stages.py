@@ -28,7 +28,7 @@ from agent.tools.todos import build_todo_tools
 from agent.workers import Worker
 from agent.workers.worker import WorkerState
 from storage import Database
-from tests.fakes import PlanRow, ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import PlanRow, ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 from tests.tool_harness import run_tool_calls
 
 
@@ -41,7 +41,7 @@ def statuses(database: Database) -> list[str]:
 
 def plan_seen(messages: list[BaseMessage]) -> list[PlanRow]:
     """The plan as the model is shown it."""
-    return plan_rows(str(messages[0].content))
+    return plan_rows(plan_view(messages))
 
 
 @dataclass
@@ -191,7 +191,7 @@ async def test_delegations_of_one_stage_run_at_once(database: Database) -> None:
         working = [row for row in rows if row.mark == ">"]
         if not working:
             return AIMessage(content="All three parts are done.")
-        last = messages[-1]
+        last = window_of(messages)[-1]
         if isinstance(last, ToolMessage) and last.name == "delegate":
             return ai(*(tool_call("complete_todo", todoId=r.id, outcome="worked") for r in working))
         return ai(*(tool_call("delegate", todoId=row.id) for row in working))
