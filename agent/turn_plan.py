@@ -16,10 +16,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm.attributes import set_committed_value
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure, database_failure
@@ -31,19 +33,25 @@ from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRe
 CloseStatus = Literal["completed", "cancelled"]
 
 
-class TodoItemInput(BaseModel):
-    """One item of ``create_todo`` as the model sends it (seed 004's field names)."""
+def _without_description(schema: dict[str, Any]) -> None:
+    schema.pop("description", None)
 
-    title: str = Field(description="Short imperative name of the step, 1 to 200 characters.")
-    context: str = Field(
-        default="", description="What the step needs to know: names, values, earlier results."
+
+class TodoItemInput(BaseModel):
+    """One item of ``create_todo`` as the model sends it (seed 004's field names). The schema
+    is sent with every LLM call, so it says only what a model needs (no class description, no
+    ``null`` choices for omitted fields)."""
+
+    model_config = ConfigDict(json_schema_extra=_without_description)
+
+    title: str = Field(description="Short name of the step.")
+    context: str = Field(default="", description="What the step needs: names, values, results.")
+    completionCriteria: str = Field(default="", description="How to tell it is done.")
+    agentType: str | SkipJsonSchema[None] = Field(
+        default=None, description="Specialist to hand the step to, if any."
     )
-    completionCriteria: str = Field(default="", description="How to tell the step is done.")
-    agentType: str | None = Field(
-        default=None, description="Specialist to hand the step to, if any (e.g. 'researcher')."
-    )
-    order: int | None = Field(
-        default=None, description="1-indexed position in the plan; omit to append in list order."
+    order: int | SkipJsonSchema[None] = Field(
+        default=None, description="1-indexed; the same order for steps run together."
     )
 
 
@@ -307,23 +315,33 @@ class TurnPlan:
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
-                row = await repository.find_by_id(todo_id, self.scope)
+                rows = await repository.find_by_turn(self.scope)
+                row = next((candidate for candidate in rows if candidate.id == todo_id), None)
                 if row is None:
                     raise ToolFailure(
                         ErrorCode.NOT_FOUND,
                         f"No todo with id '{todo_id}' in this turn's plan.",
                         "Use an id from this turn's plan (see the plan view or list_todo).",
                     )
+                completed_at = utc_now_iso()
                 closed = await repository.close_if_open(
-                    row.id, status=status, outcome=outcome, completed_at=utc_now_iso()
+                    row.id, status=status, outcome=outcome, completed_at=completed_at, refresh=False
                 )
                 if not closed:
+                    await session.refresh(row)
                     raise ToolFailure(
                         ErrorCode.VALIDATION_ERROR,
                         f"Todo '{row.title}' is already {row.status}.",
                         "Move on to the next item; a closed item cannot be closed again.",
                     )
-                started, in_progress, counts = await self._start_next(repository)
+                _mark(
+                    row,
+                    status=status,
+                    outcome=outcome,
+                    completedAt=completed_at,
+                    startedAt=row.startedAt or (completed_at if status == "completed" else None),
+                )
+                started, in_progress, counts = await self._start_next(repository, rows)
                 change = PlanChange(
                     closed=row, started=started, in_progress=in_progress, counts=counts
                 )
@@ -365,12 +383,14 @@ class TurnPlan:
         return rows, count_rows(all_rows)
 
     async def _start_next(
-        self, repository: TurnTodoRepository
+        self, repository: TurnTodoRepository, rows: list[TurnTodo] | None = None
     ) -> tuple[list[TurnTodo], list[TurnTodo], PlanCounts]:
         """Start the pending rows of the first stage with open rows, unless a row of another
-        stage is in progress; one read, at most one write. Returns (rows started now, rows in
-        progress afterwards, counts afterwards)."""
-        rows = await repository.find_by_turn(self.scope)
+        stage is in progress. ``rows``: the turn's rows as this transaction left them (else
+        they are read). Returns (rows started now, rows in progress afterwards, counts
+        afterwards)."""
+        if rows is None:
+            rows = await repository.find_by_turn(self.scope)
         open_rows = [row for row in rows if row.status in OPEN_TODO_STATUSES]
         if not open_rows:
             return [], [], count_rows(rows)
@@ -382,13 +402,25 @@ class TurnPlan:
             # item planned ahead of it afterwards): it finishes first.
             return [], in_progress, count_rows(rows)
         started_at = utc_now_iso()
-        if await repository.start_stage_if_idle(self.scope, stage, started_at=started_at):
-            rows = await repository.find_by_turn(self.scope)
-            started_ids = {row.id for row in waiting}
+        if await repository.start_stage_if_idle(self.scope, stage, started_at=started_at) == len(
+            waiting
+        ):
+            for row in waiting:
+                _mark(row, status="in_progress", startedAt=started_at)
             in_progress = [row for row in rows if row.status == "in_progress"]
-            started = [row for row in in_progress if row.id in started_ids]
-            return started, in_progress, count_rows(rows)
-        # Another writer started rows of this turn in between: report what it did.
+            return waiting, in_progress, count_rows(rows)
+        # Another writer changed rows of this turn in between: report what it did.
         rows = await repository.find_by_turn(self.scope)
+        waiting_ids = {row.id for row in waiting}
         in_progress = [row for row in rows if row.status == "in_progress"]
-        return [], in_progress, count_rows(rows)
+        started = [
+            row for row in in_progress if row.id in waiting_ids and row.startedAt == started_at
+        ]
+        return started, in_progress, count_rows(rows)
+
+
+def _mark(row: TurnTodo, **values: object) -> None:
+    """Set what a statement just wrote on a loaded row without marking it changed (it must not
+    be written again at commit)."""
+    for name, value in values.items():
+        set_committed_value(row, name, value)

@@ -33,13 +33,15 @@ def _step(row: TurnTodo | None) -> dict[str, Any] | None:
     """The part of a row the model needs to work on it."""
     if row is None:
         return None
-    return {
+    step = {
         "id": row.id,
         "title": row.title,
         "context": row.context,
         "completionCriteria": row.completionCriteria,
         "agentType": row.agentType,
     }
+    # Empty fields are left out: the result stays in the history window of later calls.
+    return {name: value for name, value in step.items() if value}
 
 
 def _dumps(payload: dict[str, Any]) -> str:
@@ -99,14 +101,10 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
 
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
-        """Plan this turn: create every step of a multi-step request in ONE call.
-
-        Give each item a short `title`, and the `context` and `completionCriteria` it needs.
-        Items run one at a time in list order (or by `order`, 1-indexed); items given the SAME
-        `order` form a stage, started together. The first item (or stage: `stage` lists its
-        rows) is started for you and returned as `current`: work on it in the same message as
-        this call. A batch with any invalid item creates nothing.
-        """
+        """Plan this turn: every step of a multi-step request, in ONE call. Items run in list
+        order (or by `order`); items with the same `order` form a stage, started together. The
+        first item (or stage: `stage`) is started for you and returned as `current`. A batch
+        with any invalid item creates nothing."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
         change = await plan.add_items(items, _limits(runtime), receipt)
@@ -116,11 +114,8 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
 
     @tool
     async def list_todo(runtime: ToolRuntimeT, status: ListFilter | None = None) -> str:
-        """List this turn's plan. Default: the remaining items (pending and in progress).
-
-        You rarely need this: the current plan is shown to you with every call, and
-        complete_todo returns the next item. Use `status` = 'all' or one status to filter.
-        """
+        """List this turn's plan (default: open items). Rarely needed: the plan is shown to you
+        on every call."""
         plan = TurnPlan(database, turn_scope(runtime))
         if status is None:
             statuses: list[str] | None = list(OPEN_TODO_STATUSES)
@@ -138,12 +133,9 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         runtime: ToolRuntimeT,
         status: Literal["completed", "cancelled"] = "completed",
     ) -> str:
-        """Close a plan item with its outcome: what was done, or why it is cancelled.
-
-        Returns how many items remain and the `next` item, which is already started: work on
-        it right away, in the same message if you can (in a stage, `stageOpen` lists its rows
-        still open; `next` comes when all are closed). Closed items cannot be closed again.
-        """
+        """Close a plan item with its `outcome` (what was done, or why it is cancelled).
+        Returns `remaining` and the `next` item, already started; in a stage, `stageOpen` lists
+        its open rows and `next` comes once all are closed."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
         change = await plan.close(todoId, outcome, status, receipt)
@@ -152,7 +144,10 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         emit_todo_events(runtime.stream_writer, "started", change.started)
         return _closed(change)
 
-    return [create_todo, list_todo, complete_todo]
+    tools: list[BaseTool] = [create_todo, list_todo, complete_todo]
+    for todo_tool in tools:  # the docstrings' indentation would be sent on every call
+        todo_tool.description = " ".join(todo_tool.description.split())
+    return tools
 
 
 __all__ = ["TODO_STATUSES", "TODO_TOOL_NAMES", "build_todo_tools"]

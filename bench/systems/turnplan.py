@@ -3,8 +3,9 @@
 Oracle (``tests.http_oracle.HttpPlanOracle``, the one the graph tests use): call 1 plans all N
 items with one ``create_todo`` and acts on the first in the same message; each later call closes
 the item in progress and acts on the next; one call closes the last item; one answers. N + 2
-calls. It reads only the plan view in the system prompt. turnplan allows no cheaper path: the
-graph keeps exactly one item in progress, and the prompt says to work one item at a time.
+calls. It reads only the plan view it is sent. This is the sequential path (items with distinct
+orders, one in progress at a time); ``turnplan-stages`` measures the same graph with the items as
+one stage.
 """
 
 from __future__ import annotations

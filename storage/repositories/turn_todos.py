@@ -129,10 +129,11 @@ class TurnTodoRepository:
         return row
 
     async def close_if_open(
-        self, todo_id: str, *, status: str, outcome: str, completed_at: str
+        self, todo_id: str, *, status: str, outcome: str, completed_at: str, refresh: bool = True
     ) -> bool:
         """Close a row only if it is still open, in one statement, so two concurrent closes
-        cannot both succeed. A row completed without ever starting gets ``startedAt`` too."""
+        cannot both succeed. A row completed without ever starting gets ``startedAt`` too.
+        ``refresh=False`` leaves a loaded row as it was (the caller brings it in line)."""
         values: dict[str, Any] = {"status": status, "outcome": outcome, "completedAt": completed_at}
         if status == "completed":
             values["startedAt"] = func.coalesce(TurnTodo.startedAt, completed_at)
@@ -143,7 +144,8 @@ class TurnTodoRepository:
             .execution_options(synchronize_session=False)
         )
         result = await self._session.execute(statement)
-        await self._refresh(todo_id)
+        if refresh:
+            await self._refresh(todo_id)
         return bool(getattr(result, "rowcount", 0))
 
     async def start_stage_if_idle(self, scope: TurnScope, priority: int, *, started_at: str) -> int:

@@ -156,7 +156,11 @@ async def test_concurrent_closes_of_one_row_let_exactly_one_win(database: Databa
     assert (rows[0].status, rows[0].outcome) == (closed.status, closed.outcome)
 
 
-async def test_calls_of_one_message_finish_in_the_order_written(database: Database) -> None:
+async def test_free_calls_of_one_message_overlap_and_their_results_keep_the_order_written(
+    database: Database,
+) -> None:
+    """Issue 12 changed this: independent calls run side by side (the fast one finishes first),
+    but the model still gets the results in the order it wrote the calls."""
     RECORDED.clear()
     model = ScriptedChatModel(
         script=[
@@ -168,8 +172,12 @@ async def test_calls_of_one_message_finish_in_the_order_written(database: Databa
         ]
     )
     graph = build_graph(model, tools=[record_after], database=database, include_default_tools=False)
-    await graph.ainvoke({"messages": [HumanMessage(content="two notes")]}, context=Context())
-    assert RECORDED == ["slow first", "fast second"]
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(content="two notes")]}, context=Context()
+    )
+    assert RECORDED == ["fast second", "slow first"]
+    results = [m.content for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert results == ["slow first", "fast second"]
 
 
 @pytest.mark.parametrize(

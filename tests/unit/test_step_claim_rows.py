@@ -9,6 +9,7 @@ from storage.repositories import NewTurnTodo, TurnRepository, TurnScope, TurnTod
 
 SCOPE = TurnScope("conversation", "turn")
 
+
 async def test_a_claim_reads_the_rows_of_the_turn_it_claimed(database: Database) -> None:
     async with database.session() as session:
         await TurnRepository(session).create(SCOPE, message_id="m", step=1, task_id="task")
