@@ -81,7 +81,6 @@ def _plan_line(row: TurnTodo, *, show_id: bool) -> str:
             details.append(f"done when: {_clip(row.completionCriteria, CONTEXT_PREVIEW)}")
         if details:
             line += " — " + "; ".join(details)
-        line += "  <- in progress"
     return line
 
 
@@ -109,10 +108,12 @@ def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> 
     closed = sum(1 for row in rows if row.status in ("completed", "cancelled"))
     ids = _ids_to_show(rows)
     request_line = request_reminder(request) if show_request else ""
+    working = any(row.status == "in_progress" for row in rows)
     return render_prompt(
         "plan_view",
         closed=closed,
         total=len(rows),
+        legend="; [>] in progress: work on these now" if working else "",
         request_line=request_line,
         items="\n".join(_plan_line(row, show_id=row.id in ids) for row in rows),
     ).replace("\n\n", "\n")

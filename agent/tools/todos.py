@@ -45,7 +45,15 @@ def _step(row: TurnTodo | None) -> dict[str, Any] | None:
 
 
 def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    """Compact JSON: a result is resent with every later call while it is in the window."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def _to_the_second(timestamp: str | None) -> str | None:
+    """``2026-11-23T14:21:29.877633Z`` as ``2026-11-23T14:21:29Z``."""
+    if timestamp is None or "." not in timestamp:
+        return timestamp
+    return timestamp.split(".", 1)[0] + "Z"
 
 
 def _brief(rows: list[TurnTodo]) -> list[dict[str, str]]:
@@ -53,8 +61,8 @@ def _brief(rows: list[TurnTodo]) -> list[dict[str, str]]:
 
 
 def _created(change: PlanChange) -> str:
-    """``create_todo``'s result; ``stage`` lists every row started when the first stage has
-    several."""
+    """``create_todo``'s result; ``stageSize`` says how many rows were started together when
+    the first stage has several (``created`` already lists them, with their order)."""
     payload: dict[str, Any] = {
         "created": [
             {"id": row.id, "title": row.title, "order": row.priority + 1} for row in change.planned
@@ -63,14 +71,17 @@ def _created(change: PlanChange) -> str:
         "current": _step(change.current),
     }
     if len(change.in_progress) > 1:
-        payload["stage"] = _brief(change.in_progress)
+        payload["stageSize"] = len(change.in_progress)
     return _dumps(payload)
 
 
 def _closed(change: PlanChange) -> str:
-    """``complete_todo``'s result: while the closed row's stage has open rows, ``stageOpen``
-    lists them and there is no ``next``; once it closes, ``next`` is the first row of the stage
-    started now (``nextStage`` lists them all when there are several)."""
+    """``complete_todo``'s result (seed 004's fields, then ours): while the closed row's stage
+    has open rows, ``stageOpen`` says how many (a count, not a list: a stage of N rows closed in
+    one message would otherwise send N lists of up to N rows) and there is no ``next``; once it
+    closes, ``next`` is the first row of the stage started now (``nextStage`` lists them all when
+    there are several). ``completedAt`` is given to the second: the model needs no more, and
+    the result is resent while it is in the window (the row keeps microseconds)."""
     closed = change.closed
     assert closed is not None  # close() always returns the row it closed
     stage_open = [row for row in change.in_progress if row.priority == closed.priority]
@@ -81,12 +92,13 @@ def _closed(change: PlanChange) -> str:
         "title": closed.title,
         "status": closed.status,
         "outcome": closed.outcome,
-        "completedAt": closed.completedAt,
+        "completedAt": _to_the_second(closed.completedAt),
         "remaining": change.counts.remaining,
-        "next": _step(following),
     }
+    if following is not None:
+        payload["next"] = _step(following)
     if stage_open:
-        payload["stageOpen"] = _brief(stage_open)
+        payload["stageOpen"] = len(stage_open)
     if len(change.started) > 1:
         payload["nextStage"] = _brief(change.started)
     return _dumps(payload)
@@ -103,7 +115,7 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
         """Plan this turn: every step of a multi-step request, in ONE call. Items run in list
         order (or by `order`); items with the same `order` form a stage, started together. The
-        first item (or stage: `stage`) is started for you and returned as `current`. A batch
+        first item (or stage: `stageSize` rows) is started for you; `current` is the first. A batch
         with any invalid item creates nothing."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
@@ -134,7 +146,7 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         status: Literal["completed", "cancelled"] = "completed",
     ) -> str:
         """Close a plan item with its `outcome` (what was done, or why it is cancelled).
-        Returns `remaining` and the `next` item, already started; in a stage, `stageOpen` lists
+        Returns `remaining` and the `next` item, already started; in a stage, `stageOpen` counts
         its open rows and `next` comes once all are closed."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
