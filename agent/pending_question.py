@@ -6,11 +6,18 @@ is still running, and the message before the new one is an AI message whose ``as
 has no result, the ``plan`` node turns the new message into that call's result and the turn
 goes on; the new message itself leaves the history, because a tool result must follow the AI
 message that asked for it.
+
+Only a question the user was shown counts: ``ask_user`` records it (``asked_questions``) just
+before the run pauses. A call left without a result by a run that stopped before asking (a
+crash, a cancelled run) was never seen, so the next message starts a new turn, and the call is
+answered ``NOT_RUN`` like any other orphan (``agent.prompt_builder``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import (
@@ -21,14 +28,57 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
+from sqlalchemy.exc import SQLAlchemyError
 
+from agent.errors import database_failure
 from agent.tool_names import ASK_USER
-from agent.tools.ask_user import answer_text
-from agent.turn_identity import message_text
+from agent.turn_identity import call_record_id, message_text
+from storage import Database
+from storage.repositories import AskedQuestionRepository, ToolCallKey
+
+NO_ANSWER = "(the user gave no answer)"
 
 
-def pending_question(messages: Sequence[AnyMessage], human: HumanMessage) -> ToolCall | None:
-    """The unanswered ``ask_user`` call the new ``human`` message answers, if there is one."""
+def answer_text(answer: Any) -> str:
+    """An answer as the question's result: text as given, anything else as JSON."""
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        return NO_ANSWER
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class PendingQuestion:
+    """An ``ask_user`` call without a result, and the id it is recorded under
+    (``agent.turn_identity.call_record_id``)."""
+
+    call: ToolCall
+    record_id: str
+
+
+async def mark_question_asked(database: Database, key: ToolCallKey) -> None:
+    """Note that the question of call ``key`` is being put to the user (the run pauses next)."""
+    if not key.conversation_id or not key.tool_call_id:
+        return
+    try:
+        async with database.session() as session:
+            await AskedQuestionRepository(session).mark_asked(key)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "question record") from error
+
+
+async def question_was_asked(database: Database, conversation_id: str, record_id: str) -> bool:
+    """Whether the user was shown this question (``mark_question_asked``)."""
+    try:
+        async with database.session(readonly=True) as session:
+            return await AskedQuestionRepository(session).was_asked(conversation_id, record_id)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "question record") from error
+
+
+def pending_question(messages: Sequence[AnyMessage], human: HumanMessage) -> PendingQuestion | None:
+    """The unanswered ``ask_user`` call the new ``human`` message would answer, if any."""
     try:
         position = next(i for i, m in enumerate(messages) if m is human)
     except StopIteration:
@@ -38,7 +88,7 @@ def pending_question(messages: Sequence[AnyMessage], human: HumanMessage) -> Too
         if isinstance(message, ToolMessage):
             answered.add(message.tool_call_id)
         elif isinstance(message, AIMessage):
-            return next(
+            call = next(
                 (
                     call
                     for call in message.tool_calls
@@ -46,6 +96,9 @@ def pending_question(messages: Sequence[AnyMessage], human: HumanMessage) -> Too
                 ),
                 None,
             )
+            if call is None:
+                return None
+            return PendingQuestion(call, call_record_id(message.id, call["id"] or ""))
         else:
             return None
     return None

@@ -145,6 +145,22 @@ class ToolResult(Base):
     createdAt: Mapped[str] = mapped_column(Text, nullable=False)
 
 
+class AskedQuestion(Base):
+    """An ``ask_user`` question that was put to the user: the run paused on it.
+
+    A new chat message is taken as the answer only to a question recorded here. An ``ask_user``
+    call left without a result by a run that stopped before asking (a crash, a cancelled run) was
+    never shown, so the user's next message starts a new turn instead of answering it.
+    """
+
+    __tablename__ = "asked_questions"
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    toolCallId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, nullable=False)
+    askedAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
 class Task(Base):
     """One personal task of one user.
 

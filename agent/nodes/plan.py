@@ -20,7 +20,7 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.pending_question import answer_with_message, pending_question
+from agent.pending_question import answer_with_message, pending_question, question_was_asked
 from agent.plan_approval import (
     apply_decision,
     awaiting_approval,
@@ -51,8 +51,14 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             return {"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"}
         if state.turnStatus == "running" and state.turnId:
             question = pending_question(state.messages, human)
-            if question is not None:
-                return answer_with_message(question, human)
+            try:
+                shown = question is not None and await question_was_asked(
+                    deps.database, state.conversationId, question.record_id
+                )
+            except ToolFailure as failure:
+                return end_turn_with_failure(failure.message, None)
+            if question is not None and shown:
+                return answer_with_message(question.call, human)
             if state.approvePlan and not state.planApproved:
                 plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
                 decision = decision_from_message(message_text(human))

@@ -12,16 +12,16 @@ as the answer (``agent.pending_question``).
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import interrupt
 from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
+from agent.pending_question import answer_text, mark_question_asked
 from agent.tool_names import ASK_USER
-from agent.tools.runtime import ToolRuntimeT, state_value
+from agent.tools.runtime import ToolRuntimeT, call_key, state_value
 from agent.turn_plan import TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
@@ -29,7 +29,6 @@ from storage.repositories import TurnScope
 QUESTION_MAX_LENGTH = 2000
 OPTION_MAX_LENGTH = 200
 MAX_OPTIONS = 20
-NO_ANSWER = "(the user gave no answer)"
 
 Question = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=QUESTION_MAX_LENGTH)
@@ -49,15 +48,6 @@ DESCRIPTION = (
 """What the model reads, on every call: when to ask (the schema says how)."""
 
 
-def answer_text(answer: Any) -> str:
-    """The resume value as the tool's result: text as given, anything else as JSON."""
-    if answer is None or (isinstance(answer, str) and not answer.strip()):
-        return NO_ANSWER
-    if isinstance(answer, str):
-        return answer
-    return json.dumps(answer, ensure_ascii=False)
-
-
 def build_ask_user_tool(database: Database) -> BaseTool:
     """``ask_user``, reading the item in progress from ``database`` for the question's card."""
 
@@ -73,6 +63,7 @@ def build_ask_user_tool(database: Database) -> BaseTool:
             rows, _ = await TurnPlan(database, scope).rows(["in_progress"])
             if rows:
                 todo = rows[0].to_dict()
+        await mark_question_asked(database, call_key(runtime, ASK_USER))
         answer = interrupt(
             {"type": "question", "question": question, "options": options, "todo": todo}
         )

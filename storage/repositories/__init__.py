@@ -1,5 +1,6 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits."""
 
+from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository
@@ -7,6 +8,7 @@ from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepo
 from storage.repositories.turns import ConversationRepository, TurnRepository
 
 __all__ = [
+    "AskedQuestionRepository",
     "CallOrigin",
     "ConversationRepository",
     "NewTurnTodo",

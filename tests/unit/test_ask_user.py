@@ -205,3 +205,36 @@ async def test_a_second_question_in_one_message_is_not_asked(database: Database)
     assert first.content == "one"
     assert json.loads(str(second.content))["error"] == "NOT_RUN"
     assert result["turnStatus"] == "answered"
+
+
+async def test_a_question_never_shown_is_not_answered_by_the_next_message(
+    database: Database,
+) -> None:
+    """A run that stopped before the question was put (here: before the tools step, as a crash
+    or a cancel would) leaves an ask_user call without a result; the user never saw it, so their
+    next message is a new request, not its answer."""
+    model = ScriptedChatModel(
+        script=[
+            ai(tool_call("ask_user", question="Which call task?")),
+            AIMessage(content="Here is the weather."),
+        ]
+    )
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+    first = await graph.ainvoke(
+        {"messages": [HumanMessage(content="complete my call task", id="first-turn")]},
+        CONFIG,
+        interrupt_before=["tools"],
+    )
+    assert "__interrupt__" not in first or not first["__interrupt__"]
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(content="what is the weather?", id="second-turn")]}, CONFIG
+    )
+
+    assert result["turnId"] == "second-turn"
+    humans = [m.content for m in result["messages"] if isinstance(m, HumanMessage)]
+    assert humans == ["complete my call task", "what is the weather?"]
+    assert not [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    last_prompt = model.prompts[-1]
+    (orphan,) = [m for m in last_prompt if isinstance(m, ToolMessage)]
+    assert json.loads(str(orphan.content))["error"] == "NOT_RUN"
