@@ -99,8 +99,8 @@ def build_graph(
     then ``TURNPLAN_MODEL``, then the embedded local model). ``tools``: your own domain tools,
     added to the todo tools and the built-in ones. ``database``: a ``Database`` or URL (default:
     ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``workers``: specialists plan
-    items are delegated to by ``agentType`` (e.g. ``build_task_worker``); with none, no
-    ``delegate`` tool is bound and the graph is the plain supervisor.
+    items are delegated to by ``agentType`` (e.g. ``agent.task_worker.build_task_worker``);
+    with none, no ``delegate`` tool is bound and the graph is the plain supervisor.
     ``include_default_tools``: False leaves out the built-in toolsets (``Context.toolsets`` is
     then ignored). ``tasks_dir``: where the conversation task files go (default:
     ``TURNPLAN_TASKS_DIR``, else the working directory). ``mcp_servers``: MCP servers whose

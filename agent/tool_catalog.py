@@ -11,16 +11,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from langchain_core.tools import BaseTool
 
 from agent.context import Context
-from agent.tools.mcp import McpTools
 
 logger = logging.getLogger("agent.tools")
 
 MCP_PROMPT = "mcp_tools"
 """The prompt section sent when a run binds any MCP tool."""
+
+
+class ToolSource(Protocol):
+    """Tools found at run time rather than at build time: the tools of MCP servers
+    (``agent.tools.mcp.McpTools``). A protocol, so the catalog stays below the toolsets."""
+
+    async def tools(self) -> list[BaseTool]: ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ class ToolCatalog:
     core: Sequence[BaseTool]
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
     extra: Sequence[BaseTool] = ()
-    mcp: McpTools | None = None
+    mcp: ToolSource | None = None
     _warned: set[str] = field(default_factory=set, init=False)
 
     def records_itself(self, name: str) -> bool:

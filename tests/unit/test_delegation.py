@@ -13,13 +13,13 @@ from langchain_core.tools import tool
 
 from agent.context import Context
 from agent.graph import build_graph
+from agent.task_worker import build_task_worker
 from agent.tools.delegate import build_delegate_tool
 from agent.tools.todos import TODO_TOOL_NAMES, build_todo_tools
 from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
 from agent.workers import (
     Worker,
     WorkerRegistry,
-    build_task_worker,
     build_worker,
     worker_tool_names,
 )

@@ -1,4 +1,8 @@
-"""The built-in ``tasks`` worker: the user's personal task list, and nothing else."""
+"""The built-in ``tasks`` worker: the user's personal task list, and nothing else.
+
+It joins a toolset (``agent.tools.tasks``) with the worker machinery (``agent.workers``), so it
+lives above both: the workers package knows no toolset, and ``agent.tools.delegate`` can use
+the workers without a circle."""
 
 from __future__ import annotations
 
