@@ -362,3 +362,26 @@ def test_the_built_in_task_tools_keep_the_order_they_were_written_in(
     tests/unit/test_conversation_task_tools.py's seed flow fails when they run side by side."""
     tools = [*build_task_tools(database), *build_conversation_task_tools(tmp_path)]
     assert all((tool.metadata or {}).get(IN_ORDER_METADATA) for tool in tools)
+
+
+async def test_a_client_streaming_the_plan_sees_every_row_of_a_stage_start(
+    database: Database,
+) -> None:
+    titles = ["a", "b", "c"]
+    work = SlowWork(database, seconds=0)
+    model = ScriptedChatModel(responder=StageOracle(titles))
+    graph = build_graph(model, tools=[work.tool()], database=database, include_default_tools=False)
+    events = [
+        event
+        async for event in graph.astream(
+            {"messages": [HumanMessage(content="Do a, b and c.")]},
+            context=Context(),
+            stream_mode="custom",
+        )
+    ]
+    kinds = [(event["event"], event["title"]) for event in events]
+    assert kinds == [
+        *(("planned", title) for title in titles),
+        *(("started", title) for title in titles),
+        *(("completed", title) for title in titles),
+    ]
