@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy import Update, and_, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -51,6 +51,55 @@ UPDATABLE_FIELDS = frozenset(
         "completedAt",
     }
 )
+
+
+def _close_if_open(*, completing: bool) -> Update:
+    values: dict[str, Any] = {
+        "status": bindparam("new_status"),
+        "outcome": bindparam("new_outcome"),
+        "completedAt": bindparam("at"),
+    }
+    if completing:
+        values["startedAt"] = func.coalesce(TurnTodo.startedAt, bindparam("at"))
+    return (
+        update(TurnTodo)
+        .where(TurnTodo.id == bindparam("todo_id"), TurnTodo.status.in_(OPEN_TODO_STATUSES))
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _start_stage_if_idle() -> Update:
+    other = aliased(TurnTodo)
+    blocked = exists().where(
+        and_(
+            other.conversationId == bindparam("conversation"),
+            other.turnId == bindparam("turn"),
+            or_(
+                and_(other.status == "in_progress", other.priority != bindparam("stage")),
+                and_(other.status == "pending", other.priority < bindparam("stage")),
+            ),
+        )
+    )
+    return (
+        update(TurnTodo)
+        .where(
+            TurnTodo.conversationId == bindparam("conversation"),
+            TurnTodo.turnId == bindparam("turn"),
+            TurnTodo.priority == bindparam("stage"),
+            TurnTodo.status == "pending",
+            ~blocked,
+        )
+        .values(status="in_progress", startedAt=bindparam("at"))
+        .execution_options(synchronize_session=False)
+    )
+
+
+# The lifecycle's statements, built once: SQLAlchemy then skips building them and computing
+# their cache keys on every call (about a millisecond for the stage start, once per plan item).
+_CLOSE_IF_OPEN = _close_if_open(completing=False)
+_COMPLETE_IF_OPEN = _close_if_open(completing=True)
+_START_STAGE_IF_IDLE = _start_stage_if_idle()
 
 
 class TurnTodoRepository:
@@ -134,16 +183,11 @@ class TurnTodoRepository:
         """Close a row only if it is still open, in one statement, so two concurrent closes
         cannot both succeed. A row completed without ever starting gets ``startedAt`` too.
         ``refresh=False`` leaves a loaded row as it was (the caller brings it in line)."""
-        values: dict[str, Any] = {"status": status, "outcome": outcome, "completedAt": completed_at}
-        if status == "completed":
-            values["startedAt"] = func.coalesce(TurnTodo.startedAt, completed_at)
-        statement = (
-            update(TurnTodo)
-            .where(TurnTodo.id == todo_id, TurnTodo.status.in_(OPEN_TODO_STATUSES))
-            .values(**values)
-            .execution_options(synchronize_session=False)
+        statement = _COMPLETE_IF_OPEN if status == "completed" else _CLOSE_IF_OPEN
+        result = await self._session.execute(
+            statement,
+            {"todo_id": todo_id, "new_status": status, "new_outcome": outcome, "at": completed_at},
         )
-        result = await self._session.execute(statement)
         if refresh:
             await self._refresh(todo_id)
         return bool(getattr(result, "rowcount", 0))
@@ -152,30 +196,15 @@ class TurnTodoRepository:
         """Start the pending rows at ``priority`` (one stage) only if no row of an earlier stage
         is open and no row of another stage is in progress, in one statement, so the rule holds
         even with concurrent writers. Returns how many rows it started."""
-        other = aliased(TurnTodo)
-        blocked = exists().where(
-            and_(
-                other.conversationId == scope.conversation_id,
-                other.turnId == scope.turn_id,
-                or_(
-                    and_(other.status == "in_progress", other.priority != priority),
-                    and_(other.status == "pending", other.priority < priority),
-                ),
-            )
+        result = await self._session.execute(
+            _START_STAGE_IF_IDLE,
+            {
+                "conversation": scope.conversation_id,
+                "turn": scope.turn_id,
+                "stage": priority,
+                "at": started_at,
+            },
         )
-        statement = (
-            update(TurnTodo)
-            .where(
-                TurnTodo.conversationId == scope.conversation_id,
-                TurnTodo.turnId == scope.turn_id,
-                TurnTodo.priority == priority,
-                TurnTodo.status == "pending",
-                ~blocked,
-            )
-            .values(status="in_progress", startedAt=started_at)
-            .execution_options(synchronize_session=False)
-        )
-        result = await self._session.execute(statement)
         return int(getattr(result, "rowcount", 0) or 0)
 
     async def delete_open(self, scope: TurnScope) -> int:
