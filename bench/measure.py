@@ -14,13 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_openai import ChatOpenAI
-from pydantic import SecretStr
-
 from bench.prefix import mean_shared_prefix
 from bench.scenario import ActionLog, request_for, titles_for
 from bench.systems import System, TurnResult
-from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder
+from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder, scripted_chat_model
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
 
 
@@ -115,14 +112,7 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
     before = len(server.requests)
     oracle = system.oracle(titles)
     server.respond_with(_checked(oracle, unbound))
-    model = ChatOpenAI(
-        model="scripted",
-        base_url=server.base_url,
-        api_key=SecretStr("bench"),
-        max_retries=0,
-        timeout=60,
-        callbacks=[usage],
-    )
+    model = scripted_chat_model(server, callbacks=[usage])
     log = ActionLog()
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         turn = system.prepare(model, log.tool(), Path(workdir), n)

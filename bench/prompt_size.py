@@ -26,15 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from langchain_openai import ChatOpenAI
-from pydantic import SecretStr
 
 from agent.context import Context
 from agent.graph import build_graph
 from agent.state import InputState
 from bench.scenario import ActionLog, action, request_for, titles_for
 from bench.systems import RECURSION_LIMIT
-from bench.wire import Body
+from bench.wire import Body, scripted_chat_model
 from storage import Database
 from tests.fakes import plan_view
 from tests.http_oracle import HttpPlanOracle
@@ -100,13 +98,7 @@ async def turn_requests(n: int, server: ScriptedOpenAIServer) -> list[Body]:
     log = ActionLog()
     server.respond_with(HttpPlanOracle(titles, action))
     before = len(server.requests)
-    model = ChatOpenAI(
-        model="scripted",
-        base_url=server.base_url,
-        api_key=SecretStr("bench"),
-        max_retries=0,
-        timeout=60,
-    )
+    model = scripted_chat_model(server)
     with tempfile.TemporaryDirectory(prefix="bench-prompt-") as workdir:
         database = Database(f"sqlite+aiosqlite:///{Path(workdir) / 'turnplan.db'}")
         graph = build_graph(model, tools=[log.tool()], database=database)

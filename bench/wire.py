@@ -31,10 +31,11 @@ from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_me
 from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field
+from langchain_openai import ChatOpenAI
+from pydantic import ConfigDict, Field, SecretStr
 
 from tests.fakes import plan_view
-from tests.scripted_openai import Reply
+from tests.scripted_openai import Reply, ScriptedOpenAIServer
 
 Body = dict[str, Any]
 Oracle = Callable[[Body], Reply]
@@ -190,3 +191,18 @@ class UsageRecorder(BaseCallbackHandler):
                 if usage is not None:
                     self.prompt.append(int(usage["input_tokens"]))
                     self.completion.append(int(usage["output_tokens"]))
+
+
+def scripted_chat_model(
+    server: ScriptedOpenAIServer, callbacks: list[BaseCallbackHandler] | None = None
+) -> ChatOpenAI:
+    """``ChatOpenAI`` pointed at the scripted server, as every HTTP figure of the bench uses it:
+    no retries (a failed request is a failed run), a generous timeout."""
+    return ChatOpenAI(
+        model="scripted",
+        base_url=server.base_url,
+        api_key=SecretStr("bench"),
+        max_retries=0,
+        timeout=60,
+        callbacks=callbacks,
+    )
