@@ -170,8 +170,11 @@ async def _stream_turn(
 ) -> dict[str, Any]:
     """Stream the run, printing plan events and tool activity; returns the final state."""
     final: dict[str, Any] = {}
+    # "sync": each step's checkpoint is written before the next step starts. LangGraph's default
+    # writes it while the next step runs, so a process killed during a model call could lose
+    # the steps before it, and --resume would find no unfinished turn.
     async for mode, chunk in graph.astream(
-        turn_input, config, context=context, stream_mode=STREAM_MODES
+        turn_input, config, context=context, stream_mode=STREAM_MODES, durability="sync"
     ):
         if mode == "custom" and isinstance(chunk, dict) and chunk.get("type") == EVENT_TYPE:
             print(_format_event(chunk), file=out, flush=True)
