@@ -40,7 +40,8 @@ class AmbiguousTitleModel:
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
         rows = plan_rows(plan_view(messages))
-        last = window_of(messages)[-1]
+        window = window_of(messages)
+        last = window[-1] if window else None  # a window of only reported steps is empty
         if not rows:
             return ai(
                 tool_call("create_todo", items=[{"title": "Complete the call task"}]),

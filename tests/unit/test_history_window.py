@@ -59,6 +59,33 @@ def test_a_failed_close_changed_nothing_so_the_work_before_it_stays() -> None:
     assert without_reported_steps(window, "h1") == window
 
 
+def test_a_step_that_only_changed_the_plan_goes_too_and_what_followed_it_stays() -> None:
+    closed_stage = step(
+        tool_call("complete_todo", todoId="1", outcome="ok"),
+        tool_call("complete_todo", todoId="2", outcome="ok"),
+    )
+    reminder = HumanMessage("You answered, but ...", name="reminder")
+    window = [*EARLIER, OPENING, *PLANNED, *closed_stage, reminder]
+
+    assert without_reported_steps(window, "h1") == [*EARLIER, OPENING, reminder]
+
+
+def test_a_plan_step_with_text_or_a_failed_call_stays_whole() -> None:
+    close = tool_call("complete_todo", todoId="1", outcome="ok")
+    said = [
+        AIMessage("Closing it.", tool_calls=[close]),
+        ToolMessage(content="ok", tool_call_id=close["id"], name="complete_todo"),
+    ]
+    half_failed = step(
+        tool_call("complete_todo", todoId="1", outcome="ok"),
+        tool_call("create_todo", items=[]),
+        errors=frozenset({"create_todo"}),
+    )
+
+    for kept in (said, half_failed):
+        assert without_reported_steps([OPENING, *PLANNED, *kept], "h1") == [OPENING, *kept]
+
+
 def test_with_the_request_out_of_the_window_everything_in_it_is_this_turn() -> None:
     assert without_reported_steps([*PLANNED, *CLOSED_ONE], "h1") == CLOSED_ONE
 
