@@ -113,10 +113,9 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
 
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
-        """Plan this turn: every step of a multi-step request, in ONE call. Items run in list
-        order (or by `order`); items with the same `order` form a stage, started together. The
-        first item (or stage: `stageSize` rows) is started for you; `current` is the first. A batch
-        with any invalid item creates nothing."""
+        """Plan every step of this turn in ONE call. Items run in list order, or by `order`;
+        items with the same `order` form a stage, started together. The first item or stage is
+        started for you (`current`, `stageSize`). One invalid item fails the whole batch."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
         change = await plan.add_items(items, _limits(runtime), receipt)
@@ -146,8 +145,8 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         status: Literal["completed", "cancelled"] = "completed",
     ) -> str:
         """Close a plan item with its `outcome` (what was done, or why it is cancelled).
-        Returns `remaining` and the `next` item, already started; in a stage, `stageOpen` counts
-        its open rows and `next` comes once all are closed."""
+        Returns `remaining`, `stageOpen` (rows of its stage still open) and, once its stage is
+        closed, the `next` item, already started."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
         change = await plan.close(todoId, outcome, status, receipt)
