@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -281,4 +282,36 @@ def model_messages(
         prompt.append(HumanMessage(content=view))
     elif turn_request and not request_visible:
         prompt.append(HumanMessage(content=request_reminder(turn_request)))
-    return prompt
+    return alternating(prompt)
+
+
+def alternating(prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``prompt`` with each user message that follows another joined to it.
+
+    Chat templates that insist on alternating roles (Gemma's and Mistral's, served by vLLM or by
+    llama.cpp with ``--jinja``) reject two user messages in a row, and the prompt makes them: the
+    plan view after the request once the view reports all the turn did, a reminder or a note
+    after the request. The joined message is a copy; the history keeps its messages as they are.
+    """
+    joined: list[BaseMessage] = []
+    for message in prompt:
+        previous = joined[-1] if joined else None
+        if isinstance(message, HumanMessage) and isinstance(previous, HumanMessage):
+            joined[-1] = previous.model_copy(
+                update={"content": _joined_content(previous.content, message.content)}
+            )
+        else:
+            joined.append(message)
+    return joined
+
+
+MessageContent = str | list[str | dict[str, Any]]
+
+
+def _joined_content(first: MessageContent, second: MessageContent) -> MessageContent:
+    if isinstance(first, str) and isinstance(second, str):
+        return f"{first}\n\n{second}"
+    blocks: list[str | dict[str, Any]] = []
+    for content in (first, second):
+        blocks.extend([{"type": "text", "text": content}] if isinstance(content, str) else content)
+    return blocks

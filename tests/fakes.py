@@ -152,10 +152,30 @@ def plan_view(messages: Sequence[Message]) -> str:
 
 def window_of(messages: Sequence[M]) -> list[M]:
     """The history window a model was sent: its messages without the system prompt in front and
-    the plan view behind, so an oracle reading "the newest result" reads the history's."""
+    the plan view behind, so an oracle reading "the newest result" reads the history's.
+
+    A plan view that joined the user message before it (the prompt never sends two user
+    messages in a row) is taken off that message, which is returned as the history has it."""
     start = 1 if messages and _role(messages[0]) == "system" else 0
-    end = len(messages) - 1 if plan_view(messages[-1:]) else len(messages)
-    return list(messages[start:end])
+    if not messages or not plan_view(messages[-1:]):
+        return list(messages[start:])
+    last = messages[-1]
+    window = list(messages[start:-1])
+    if _content_text(last).split(PLAN_HEADING, 1)[0].strip():
+        window.append(_without_plan_view(last))
+    return window
+
+
+def _without_plan_view(message: M) -> M:
+    """``message`` as it was before the plan view joined it (``agent.prompt_builder``)."""
+    content = message.get("content") if isinstance(message, Mapping) else message.content
+    if isinstance(content, list):  # the view is the last block
+        kept: Any = content[:-1]
+    else:
+        kept = str(content).split(PLAN_HEADING, 1)[0].removesuffix("\n\n")
+    if isinstance(message, BaseMessage):
+        return message.model_copy(update={"content": kept})
+    return {**message, "content": kept}
 
 
 def _role(message: Message) -> str:

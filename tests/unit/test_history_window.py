@@ -125,3 +125,29 @@ def test_with_a_plan_the_prompt_has_the_current_step_and_the_request_once() -> N
         drop_reported=False,
     )
     assert window_of(kept_all) == history
+
+
+def test_the_prompt_never_sends_two_user_messages_in_a_row() -> None:
+    """Chat templates that insist on alternating roles reject that: a user message that would
+    follow another (the plan view after the request, once the view reports all the turn did; a
+    note after it) joins it, and the history keeps its messages as they were."""
+    rows = [TurnTodo(id="1" * 36, title="one", status="completed", outcome="ok")]
+    closed = step(tool_call("complete_todo", todoId="1", outcome="ok"))
+    note = HumanMessage("The user approved the plan.", name="note", id="n1")
+    for history, before_view in (
+        ([OPENING, *PLANNED, *closed], [REQUEST]),
+        ([OPENING, *PLANNED, *closed, note], [REQUEST, note.content]),
+    ):
+        prompt = model_messages(
+            base_prompt="stable",
+            history=history,
+            history_limit=10,
+            rows=rows,
+            turn_request=REQUEST,
+            turn_message_id="h1",
+        )
+
+        assert [message.type for message in prompt] == ["system", "human"]
+        assert plan_rows(plan_view(prompt))
+        assert str(prompt[-1].content).startswith("\n\n".join([*before_view, "## Current plan"]))
+    assert OPENING.content == REQUEST and note.content == "The user approved the plan."
