@@ -33,16 +33,21 @@ from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRe
 CloseStatus = Literal["completed", "cancelled"]
 
 
-def _without_description(schema: dict[str, Any]) -> None:
+def _lean_schema(schema: dict[str, Any]) -> None:
+    """No class description and no empty defaults: a field missing from ``required`` is already
+    optional, and the schema is sent with every LLM call."""
     schema.pop("description", None)
+    for field_schema in schema.get("properties", {}).values():
+        if field_schema.get("default", "unset") in ("", None):
+            del field_schema["default"]
 
 
 class TodoItemInput(BaseModel):
     """One item of ``create_todo`` as the model sends it (seed 004's field names). The schema
     is sent with every LLM call, so it says only what a model needs (no class description, no
-    ``null`` choices for omitted fields)."""
+    ``null`` choices or empty defaults for omitted fields)."""
 
-    model_config = ConfigDict(json_schema_extra=_without_description)
+    model_config = ConfigDict(json_schema_extra=_lean_schema)
 
     title: str = Field(description="Short name of the step.")
     context: str = Field(default="", description="What the step needs: names, values, results.")

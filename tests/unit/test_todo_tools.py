@@ -83,6 +83,8 @@ def test_create_todo_schema_uses_seed_field_names(tools: list[BaseTool]) -> None
         "order",
     }
     assert item["required"] == ["title"]
+    # Optional fields are optional by not being required: no null choice, no empty default.
+    assert not any("anyOf" in field or "default" in field for field in item["properties"].values())
 
 
 async def test_ids_sent_by_the_model_are_ignored(tools: list[BaseTool], database: Database) -> None:
