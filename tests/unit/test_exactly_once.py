@@ -145,3 +145,28 @@ async def test_a_server_that_reuses_call_ids_in_a_new_message_still_acts(
     result = await graph.ainvoke({"messages": [HumanMessage(content="milk, then eggs")]})
     assert result["turnStatus"] == "answered"
     assert count(database, "SELECT count(*) FROM tasks") == 2
+
+
+async def test_a_call_id_repeated_within_one_message_acts_once(database: Database) -> None:
+    """The calls of a message share one ledger read made before any of them ran; a call that
+    repeats an earlier call's id must still not act again."""
+    same_id = {"name": "add_task", "id": "call_0", "type": "tool_call"}
+    model = ScriptedChatModel(
+        script=[
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {**same_id, "args": {"title": "milk"}},
+                    {**same_id, "args": {"title": "milk"}},
+                ],
+            ),
+            AIMessage(content="Added."),
+        ]
+    )
+    graph = build_graph(model, database=database)
+    result = await graph.ainvoke({"messages": [HumanMessage(content="add milk")]})
+    assert result["turnStatus"] == "answered"
+    assert count(database, "SELECT count(*) FROM tasks") == 1
+    answers = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in answers] == ["success", "success"]
+    assert answers[0].content == answers[1].content
