@@ -32,7 +32,7 @@ from agent.ordered_tools import (
 )
 from agent.plan_approval import PLAN_TOOLS, awaiting_approval
 from agent.tool_catalog import ToolCatalog
-from agent.tool_ledger import CallAlreadyRecorded, record_after_call, recorded_results
+from agent.tool_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
 from agent.tool_names import ASK_USER
 from agent.turn_identity import call_record_id, issuing_message, message_text
 from storage import Database
@@ -105,6 +105,7 @@ def _one_question_per_message(request: ToolCallRequest, issuer: AIMessage | None
 
 
 GATE_MEMO = "supervisor_call_gate"
+RECORDS_MEMO = "supervisor_call_records"
 
 
 def _message_gate(
@@ -122,6 +123,15 @@ def _message_gate(
         )
         gate = memo[GATE_MEMO] = MessageGate(database, scope, step, record_ids)
     return gate
+
+
+def _record_batch(database: Database) -> RecordBatch:
+    """The writer of the free calls' records of the running message (``agent.tool_ledger``)."""
+    memo = message_memo()
+    batch = memo.get(RECORDS_MEMO)
+    if not isinstance(batch, RecordBatch):
+        batch = memo[RECORDS_MEMO] = RecordBatch(database)
+    return batch
 
 
 def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> ToolNode:
@@ -164,7 +174,7 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
             and not catalog.records_itself(name)
         ):
             key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-            await record_after_call(database, key, message_text(result))
+            await _record_batch(database).record(key, message_text(result))
         if isinstance(result, ToolMessage) and result.status == "error":
             code = error_code_of(result.content)
             if code in OPERATOR_FAULTS:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -30,7 +30,13 @@ class ToolResultRepository:
     async def record(self, key: ToolCallKey, content: str, state_update: str | None) -> None:
         """Insert the call's result; a second record of the same call fails on the primary key,
         which rolls back the second run's change with it."""
-        self._session.add(
+        await self.record_many([(key, content, state_update)])
+
+    async def record_many(self, results: Sequence[tuple[ToolCallKey, str, str | None]]) -> None:
+        """Insert several calls' results (key, content, state update) in one flush; any of them
+        recorded already fails the whole flush on the primary key."""
+        now = utc_now_iso()
+        self._session.add_all(
             ToolResult(
                 conversationId=key.conversation_id,
                 toolCallId=key.tool_call_id,
@@ -38,8 +44,9 @@ class ToolResultRepository:
                 toolName=key.tool_name,
                 content=content,
                 stateUpdate=state_update,
-                createdAt=utc_now_iso(),
+                createdAt=now,
             )
+            for key, content, state_update in results
         )
         await self._session.flush()
 
