@@ -11,14 +11,23 @@ Reading once per message instead of once per call changes what each call can see
 calls the same run makes in between, and those never record a result another call of the
 message is looking for, except a call id the model repeats within one message: that one is
 read again, on its own, when it runs.
+
+A message the model step of this same run has just written (``note_fresh_message``) needs no
+read at all: that step claimed the turn's step in the database right before its model call, so
+the turn was at this step, and nothing can have recorded a result for calls that did not exist
+until the model answered. Only the in-memory object the step returned counts, once: a tools step
+run again (after a crash, a cancel, an interrupt, or from a checkpoint in Studio) works on a
+message loaded from a checkpoint, and reads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from langchain_core.messages import AIMessage
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
@@ -26,6 +35,32 @@ from agent.tool_ledger import RecordedResult, recorded_results_in
 from agent.turn_lineage import check_current
 from storage import Database
 from storage.repositories import TurnScope
+
+_fresh: dict[int, tuple[weakref.ref[AIMessage], TurnScope, int]] = {}
+"""Messages just written by a model step that had claimed ``(scope, step)``, by ``id()``: a
+message is not hashable, and the entry goes when the message does."""
+
+
+def note_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> None:
+    """``message`` was just written by the model step that claimed ``step`` of the turn in this
+    run; the tools step that runs its calls next may skip the gate's read (module docstring)."""
+    if not message.tool_calls:
+        return
+    key = id(message)
+
+    def forget(reference: weakref.ref[AIMessage]) -> None:
+        entry = _fresh.get(key)
+        if entry is not None and entry[0] is reference:
+            del _fresh[key]
+
+    _fresh[key] = (weakref.ref(message, forget), scope, step)
+
+
+def take_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> bool:
+    """Whether ``message`` is, as this very object, what the model step that claimed ``step`` of
+    ``scope`` just wrote; true once at most."""
+    entry = _fresh.pop(id(message), None)
+    return entry is not None and entry[0]() is message and entry[1:] == (scope, step)
 
 
 async def recorded_if_current(
@@ -52,9 +87,16 @@ class MessageGate:
     step: int
     record_ids: frozenset[str]
     """The record ids of the message's calls (``agent.turn_identity.call_record_id``)."""
+    fresh: bool = False
+    """The message was just written by this run's model step (``take_fresh_message``): nothing
+    to read."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _recorded: dict[str, RecordedResult] | None = None
     _asked: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.fresh:
+            self._recorded = {}
 
     async def recorded(self, record_id: str) -> RecordedResult | None:
         """The call's recorded result, or None when it has not run; ``NOT_RUN`` when the run

@@ -32,6 +32,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             turn_request=state.turnRequest,
             turn_message_id=state.turnMessageId or None,
             rows=claim.rows,
+            claimed_step=claim.step,
         )
         return await model_step(deps, state.messages, view, context, claim.update())
 

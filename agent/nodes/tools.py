@@ -20,7 +20,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from agent.call_gate import MessageGate
+from agent.call_gate import MessageGate, take_fresh_message
 from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.ordered_tools import (
@@ -121,7 +121,8 @@ def _message_gate(
             call_record_id(message_id, call.get("id") or "")
             for call in (issuer.tool_calls if issuer is not None else [])
         )
-        gate = memo[GATE_MEMO] = MessageGate(database, scope, step, record_ids)
+        fresh = issuer is not None and take_fresh_message(issuer, scope, step)
+        gate = memo[GATE_MEMO] = MessageGate(database, scope, step, record_ids, fresh)
     return gate
 
 
