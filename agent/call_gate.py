@@ -1,14 +1,33 @@
-"""The read a supervisor tool call makes before it runs, in one transaction.
+"""The read a supervisor tool call makes before it runs: one transaction per AI message.
 
 Two checks guard every call (see ``agent.nodes.tools``): the run must not come from an older
 checkpoint than the turn has reached (``agent.turn_lineage``), and a call whose result is
 recorded already happened (``agent.tool_ledger``). Both are reads of the same moment, so one
-read transaction answers both; each used to open its own, and a call's transactions are most of
-the framework's cost per plan item.
+read transaction answers both, and it answers them for every call of the message at once: a
+call's transactions are most of the framework's cost per plan item, and a stage's message holds
+one call per row.
+
+Reading once per message instead of once per call changes what each call can see only for
+calls the same run makes in between, and those never record a result another call of the
+message is looking for, except a call id the model repeats within one message: that one is
+read again, on its own, when it runs.
+
+A message the model step of this same run has just written (``note_fresh_message``) needs no
+read at all: that step claimed the turn's step in the database right before its model call, so
+the turn was at this step, and nothing can have recorded a result for calls that did not exist
+until the model answered. Only the in-memory object the step returned counts, once: a tools step
+run again (after a crash, a cancel, an interrupt, or from a checkpoint in Studio) works on a
+message loaded from a checkpoint, and reads.
 """
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import AIMessage
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
@@ -17,16 +36,81 @@ from agent.turn_lineage import check_current
 from storage import Database
 from storage.repositories import TurnScope
 
+_fresh: dict[int, tuple[weakref.ref[AIMessage], TurnScope, int]] = {}
+"""Messages just written by a model step that had claimed ``(scope, step)``, by ``id()``: a
+message is not hashable, and the entry goes when the message does."""
+
+
+def note_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> None:
+    """``message`` was just written by the model step that claimed ``step`` of the turn in this
+    run; the tools step that runs its calls next may skip the gate's read (module docstring)."""
+    if not message.tool_calls:
+        return
+    key = id(message)
+
+    def forget(reference: weakref.ref[AIMessage]) -> None:
+        entry = _fresh.get(key)
+        if entry is not None and entry[0] is reference:
+            del _fresh[key]
+
+    _fresh[key] = (weakref.ref(message, forget), scope, step)
+
+
+def take_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> bool:
+    """Whether ``message`` is, as this very object, what the model step that claimed ``step`` of
+    ``scope`` just wrote; true once at most."""
+    entry = _fresh.pop(id(message), None)
+    return entry is not None and entry[0]() is message and entry[1:] == (scope, step)
+
 
 async def recorded_if_current(
-    database: Database, scope: TurnScope, step: int, record_id: str
-) -> RecordedResult | None:
-    """The call's recorded result, or None when it has not run; ``NOT_RUN`` (a ``ToolFailure``)
-    when the run started from an older checkpoint of the turn."""
+    database: Database, scope: TurnScope, step: int, record_ids: Sequence[str]
+) -> dict[str, RecordedResult]:
+    """The recorded results among these calls, by record id (a call that has not run is
+    absent); ``NOT_RUN`` (a ``ToolFailure``) when the run started from an older checkpoint of
+    the turn."""
     try:
         async with database.session(readonly=True) as session:
             await check_current(session, scope, step)
-            recorded = await recorded_results_in(session, scope.conversation_id, [record_id])
+            return await recorded_results_in(session, scope.conversation_id, record_ids)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error
-    return recorded.get(record_id)
+
+
+@dataclass
+class MessageGate:
+    """The gate of the calls of one AI message in one run of the tools step: the first call to
+    ask reads for all of them; the others wait for that read and use it."""
+
+    database: Database
+    scope: TurnScope
+    step: int
+    record_ids: frozenset[str]
+    """The record ids of the message's calls (``agent.turn_identity.call_record_id``)."""
+    fresh: bool = False
+    """The message was just written by this run's model step (``take_fresh_message``): nothing
+    to read."""
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _recorded: dict[str, RecordedResult] | None = None
+    _asked: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.fresh:
+            self._recorded = {}
+
+    async def recorded(self, record_id: str) -> RecordedResult | None:
+        """The call's recorded result, or None when it has not run; ``NOT_RUN`` when the run
+        started from an older checkpoint of the turn. A failed read is not kept: the next call
+        reads again."""
+        if record_id in self._asked or record_id not in self.record_ids:
+            # A repeated call id (the earlier call may have recorded since), or a call of
+            # another message: read for it alone, now.
+            alone = await recorded_if_current(self.database, self.scope, self.step, [record_id])
+            return alone.get(record_id)
+        self._asked.add(record_id)
+        async with self._lock:
+            if self._recorded is None:
+                self._recorded = await recorded_if_current(
+                    self.database, self.scope, self.step, sorted(self.record_ids)
+                )
+        return self._recorded.get(record_id)

@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
+from agent.call_gate import note_fresh_message
 from agent.context import Context
 from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
@@ -43,6 +44,10 @@ class TurnView:
     rows: Sequence[TurnTodo] | None = None
     """The turn's rows if the caller has just read them (``execute`` reads them with its step
     claim); None to read them here."""
+    claimed_step: int | None = None
+    """The turn's step the caller claimed in this run right before the call (``plan`` and
+    ``execute`` do); the answer's tool calls then skip the call gate's read
+    (``agent.call_gate.note_fresh_message``)."""
 
 
 REASON_LIMIT = 300
@@ -124,6 +129,8 @@ async def model_step(
 
     repairs = invalid_tool_call_messages(response)
     response, refusals = quarantine_unstorable_calls(response)
+    if view.claimed_step is not None:
+        note_fresh_message(response, view.scope, view.claimed_step)
     update["messages"] = [response, *repairs, *refusals]
     update["llmCalls"] = view.llm_calls + 1
     return update

@@ -21,6 +21,7 @@ message and the node's input, so separate threads served by one process still ru
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,9 @@ class _MessageCalls:
     finished: list[asyncio.Event] = field(default_factory=list)
     claimed: set[int] = field(default_factory=set)
     paused: bool = False
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What the wrapper keeps for all the calls of this message in this run (see
+    ``message_memo``)."""
 
     def __post_init__(self) -> None:
         self.finished = [asyncio.Event() for _ in self.call_ids]
@@ -100,6 +104,21 @@ already in the state) leaves its mark for them."""
 _calls_by_state_id: dict[tuple[int, str], tuple[object, _MessageCalls]] = {}
 """The same for a state that cannot be weakly referenced (a plain dict): held, with the state so
 its id is not reused, until every call of the message has finished."""
+
+
+_running_message: contextvars.ContextVar[_MessageCalls | None] = contextvars.ContextVar(
+    "turnplan_running_message", default=None
+)
+"""The message whose call the running task is making (each call runs in a task of its own)."""
+
+
+def message_memo() -> dict[str, Any]:
+    """A dict shared by the calls of one AI message in one run of the tools node, for the
+    wrapper (``inner``) that is running one of them: what it reads or writes once for the whole
+    message instead of once per call lives here, and goes with the node's input. Outside such a
+    call, a fresh dict (nothing is shared)."""
+    calls = _running_message.get()
+    return calls.memo if calls is not None else {}
 
 
 def request_messages(request: ToolCallRequest) -> list[AnyMessage]:
@@ -215,6 +234,7 @@ async def _run_call(
             "The tool arguments cannot be accepted: " + "; ".join(problems) + ".",
             "Call the tool again with plain text and numbers that fit in 64 bits.",
         )
+    token = _running_message.set(calls)
     try:
         if inner is not None:
             return await inner(request, execute)
@@ -222,6 +242,8 @@ async def _run_call(
     except GraphBubbleUp:
         calls.paused = True
         raise
+    finally:
+        _running_message.reset(token)
 
 
 def parallel_limit(request: ToolCallRequest) -> int:
@@ -252,4 +274,4 @@ def build_tools_node(
     )
 
 
-__all__ = ["IN_ORDER_METADATA", "build_tools_node", "run_in_call_order"]
+__all__ = ["IN_ORDER_METADATA", "build_tools_node", "message_memo", "run_in_call_order"]

@@ -16,9 +16,10 @@ model is told what happened, not ``NOT_RUN``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -81,6 +82,57 @@ async def record_after_call(database: Database, key: ToolCallKey, content: str) 
         return
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error
+
+
+PendingRecord = tuple[ToolCallKey, str, "asyncio.Future[None]"]
+
+
+@dataclass
+class RecordBatch:
+    """``record_after_call`` for the free calls of one message, which run side by side: each
+    call still returns only once its record has committed, but calls that finish while a record
+    is being written are written together in the next transaction (one per wave instead of one
+    per call: a stage's message holds one call per row, and SQLite has one writer at a time)."""
+
+    database: Database
+    _pending: list[PendingRecord] = field(default_factory=list)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def record(self, key: ToolCallKey, content: str) -> None:
+        """Record the call's result; returns once it is committed (or was already recorded)."""
+        if not key.tool_call_id or not key.conversation_id:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((key, content, done))
+        async with self._lock:
+            if not done.done():
+                batch, self._pending = self._pending, []
+                try:
+                    await _record_batch(self.database, batch)
+                except BaseException:
+                    # This call's write failed or was cancelled: the others waiting behind the
+                    # lock write their own records, as they would have alone.
+                    self._pending[:0] = [item for item in batch if item[2] is not done]
+                    raise
+        await done
+
+
+async def _record_batch(database: Database, batch: list[PendingRecord]) -> None:
+    """Write a batch of records in one transaction and resolve their futures; a record already
+    there (another run of one of the calls) sends each back alone, as ``record_after_call``."""
+    try:
+        async with database.session() as session:
+            await ToolResultRepository(session).record_many(
+                [(key, content, None) for key, content, _ in batch]
+            )
+    except IntegrityError:
+        for key, content, _ in batch:
+            await record_after_call(database, key, content)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "tool call record") from error
+    for _, _, done in batch:
+        if not done.done():
+            done.set_result(None)
 
 
 async def recorded_results(

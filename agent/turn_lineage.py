@@ -146,13 +146,17 @@ async def continue_turn(
     message_id: str,
     todos: Sequence[Mapping[str, Any]],
     read_rows: bool = False,
+    known_rows: list[TurnTodo] | None = None,
 ) -> TurnClaim:
     """Claim the next step of a running turn for ``execute`` or ``drain``; a run from an older
     checkpoint gets a fork whose rows are copied from ``todos`` (the state's plan snapshot).
-    ``read_rows`` also reads the claimed turn's rows, in the same transaction."""
+    ``read_rows`` also reads the claimed turn's rows, in the same transaction; ``known_rows``
+    are the rows as of ``step`` (``agent.rows_handoff``), taken instead unless the claim forks."""
     try:
         async with database.session() as session:
             claim = await _claim_step(session, scope, step, task_id, message_id, todos)
+            if known_rows is not None and claim.forked_from is None:
+                return replace(claim, rows=known_rows)
             if not read_rows:
                 return claim
             rows = await TurnTodoRepository(session).find_by_turn(claim.scope)
@@ -190,7 +194,11 @@ async def _claim_step(
 
 
 async def claim_next_step(
-    database: Database, state: SupervisorState, *, read_rows: bool = False
+    database: Database,
+    state: SupervisorState,
+    *,
+    read_rows: bool = False,
+    known_rows: list[TurnTodo] | None = None,
 ) -> TurnClaim:
     """``continue_turn`` for the node that is running now, from its state."""
     return await continue_turn(
@@ -201,6 +209,7 @@ async def claim_next_step(
         message_id=state.turnMessageId,
         todos=state.todos,
         read_rows=read_rows,
+        known_rows=known_rows,
     )
 
 

@@ -26,6 +26,7 @@ from agent.errors import OPERATOR_FAULTS, ToolFailure, error_code_of
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
 from agent.plan_approval import ask_for_approval, awaiting_approval
+from agent.rows_handoff import hand_over
 from agent.state import SupervisorState
 from agent.turn_identity import REMINDER_NAME
 from agent.turn_lineage import claim_next_step
@@ -97,9 +98,12 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
+        todos = [row.to_dict() for row in rows]
+        if result.get("turnStatus", "running") == "running" and not approval:
+            hand_over(todos, claim.scope, claim.step, rows)
         return {
             **claim.update(),
-            "todos": [row.to_dict() for row in rows],
+            "todos": todos,
             "toolErrors": operator_faults(state.messages, state.turnMessageId),
             **approval,
             **result,

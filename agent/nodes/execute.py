@@ -15,15 +15,19 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
+from agent.rows_handoff import take_over
 from agent.state import SupervisorState
 from agent.turn_lineage import claim_next_step
+from storage.repositories import TurnScope
 
 
 def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
     async def execute(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
+        scope = TurnScope(state.conversationId, state.turnId)
+        known = take_over(state.todos, scope, state.turnStep)
         try:
-            claim = await claim_next_step(deps.database, state, read_rows=True)
+            claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         view = TurnView(
@@ -32,6 +36,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             turn_request=state.turnRequest,
             turn_message_id=state.turnMessageId or None,
             rows=claim.rows,
+            claimed_step=claim.step,
         )
         return await model_step(deps, state.messages, view, context, claim.update())
 

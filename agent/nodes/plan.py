@@ -107,7 +107,11 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             return end_turn_with_failure(failure.message, None, turn_start)
         turn_start.update(claim.update())
         view = TurnView(
-            scope=claim.scope, llm_calls=0, turn_request=request, turn_message_id=human.id
+            scope=claim.scope,
+            llm_calls=0,
+            turn_request=request,
+            turn_message_id=human.id,
+            claimed_step=claim.step,
         )
         required = "create_todo" if context.planning == "always" else None
         return await model_step(

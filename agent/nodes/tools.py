@@ -20,13 +20,19 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from agent.call_gate import recorded_if_current
+from agent.call_gate import MessageGate, take_fresh_message
 from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
-from agent.ordered_tools import Execute, ToolResult, build_tools_node, request_messages
+from agent.ordered_tools import (
+    Execute,
+    ToolResult,
+    build_tools_node,
+    message_memo,
+    request_messages,
+)
 from agent.plan_approval import PLAN_TOOLS, awaiting_approval
 from agent.tool_catalog import ToolCatalog
-from agent.tool_ledger import CallAlreadyRecorded, record_after_call, recorded_results
+from agent.tool_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
 from agent.tool_names import ASK_USER
 from agent.turn_identity import call_record_id, issuing_message, message_text
 from storage import Database
@@ -98,6 +104,37 @@ def _one_question_per_message(request: ToolCallRequest, issuer: AIMessage | None
         )
 
 
+GATE_MEMO = "supervisor_call_gate"
+RECORDS_MEMO = "supervisor_call_records"
+
+
+def _message_gate(
+    database: Database, scope: TurnScope, step: int, issuer: AIMessage | None
+) -> MessageGate:
+    """The gate shared by the calls of the issuing message in this run of the step (one read
+    for all of them, ``agent.call_gate``); a call without an issuer gets one of its own."""
+    memo = message_memo() if issuer is not None else {}
+    gate = memo.get(GATE_MEMO)
+    if not isinstance(gate, MessageGate):
+        message_id = issuer.id if issuer is not None else None
+        record_ids = frozenset(
+            call_record_id(message_id, call.get("id") or "")
+            for call in (issuer.tool_calls if issuer is not None else [])
+        )
+        fresh = issuer is not None and take_fresh_message(issuer, scope, step)
+        gate = memo[GATE_MEMO] = MessageGate(database, scope, step, record_ids, fresh)
+    return gate
+
+
+def _record_batch(database: Database) -> RecordBatch:
+    """The writer of the free calls' records of the running message (``agent.tool_ledger``)."""
+    memo = message_memo()
+    batch = memo.get(RECORDS_MEMO)
+    if not isinstance(batch, RecordBatch):
+        batch = memo[RECORDS_MEMO] = RecordBatch(database)
+    return batch
+
+
 def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> ToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log."""
@@ -109,7 +146,8 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
         if scope.conversation_id and scope.turn_id:
-            replay = await recorded_if_current(database, scope, step, record_id)
+            gate = _message_gate(database, scope, step, issuer)
+            replay = await gate.recorded(record_id)
             if replay is not None:
                 return replay.as_tool_result(call_id)
         _refuse_before_approval(request, issuer)
@@ -137,7 +175,7 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
             and not catalog.records_itself(name)
         ):
             key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-            await record_after_call(database, key, message_text(result))
+            await _record_batch(database).record(key, message_text(result))
         if isinstance(result, ToolMessage) and result.status == "error":
             code = error_code_of(result.content)
             if code in OPERATOR_FAULTS:

@@ -8,20 +8,29 @@ injected runtime included, against the annotation; a bare ``ToolRuntime`` means
 may run in the supervisor (``SupervisorState``) and in a worker (``WorkerState``): naming one
 breaks the call in the other (pydantic dumps it as the wrong class). Tools therefore read state
 through these helpers, which also accept a plain dict state.
+
+That dump is thrown away (langchain-core keeps only its keys) but it walked the whole state, every
+message of the thread included, on every call: a cost that grew with the turn. So the runtime
+dumps as ``None``; ``InjectedToolArg`` keeps it out of the schema the model sees, as the bare
+``ToolRuntime`` did.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+from langchain_core.tools import InjectedToolArg
 from langgraph.prebuilt import ToolRuntime
+from pydantic import PlainSerializer
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.turn_identity import call_record_id, issuing_message
 from storage.repositories import ToolCallKey, TurnScope
 
-ToolRuntimeT = ToolRuntime[Context, Any]
+ToolRuntimeT = Annotated[
+    ToolRuntime[Context, Any], InjectedToolArg(), PlainSerializer(lambda runtime: None)
+]
 """How a tool declares its injected runtime: typed context, any graph state, no warnings."""
 
 

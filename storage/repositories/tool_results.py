@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import ToolResult, utc_now_iso
@@ -21,6 +21,9 @@ class ToolCallKey:
     tool_name: str
 
 
+_INSERT_RESULT = insert(ToolResult)
+
+
 class ToolResultRepository:
     """Record results and look them up by tool call id, within one conversation."""
 
@@ -30,18 +33,28 @@ class ToolResultRepository:
     async def record(self, key: ToolCallKey, content: str, state_update: str | None) -> None:
         """Insert the call's result; a second record of the same call fails on the primary key,
         which rolls back the second run's change with it."""
-        self._session.add(
-            ToolResult(
-                conversationId=key.conversation_id,
-                toolCallId=key.tool_call_id,
-                turnId=key.turn_id,
-                toolName=key.tool_name,
-                content=content,
-                stateUpdate=state_update,
-                createdAt=utc_now_iso(),
-            )
-        )
-        await self._session.flush()
+        await self.record_many([(key, content, state_update)])
+
+    async def record_many(self, results: Sequence[tuple[ToolCallKey, str, str | None]]) -> None:
+        """Insert several calls' results (key, content, state update) in one statement; any of
+        them recorded already fails it on the primary key."""
+        now = utc_now_iso()
+        rows = [
+            {
+                "conversationId": key.conversation_id,
+                "toolCallId": key.tool_call_id,
+                "turnId": key.turn_id,
+                "toolName": key.tool_name,
+                "content": content,
+                "stateUpdate": state_update,
+                "createdAt": now,
+            }
+            for key, content, state_update in results
+        ]
+        # A Core INSERT on the session's connection: nothing reads these rows back as objects,
+        # and the ORM's unit of work costs more than the statement (two records per plan item).
+        connection = await self._session.connection()
+        await connection.execute(_INSERT_RESULT, rows)
 
     async def find(self, conversation_id: str, tool_call_ids: Iterable[str]) -> list[ToolResult]:
         ids = [call_id for call_id in tool_call_ids if call_id]

@@ -16,7 +16,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.context import Context
 from agent.graph import build_graph
 from agent.prompt_builder import ORPHAN_RESULT
+from agent.tool_ledger import RecordBatch, record_after_call, recorded_results
 from storage import Database
+from storage.repositories import ToolCallKey
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
 
 TITLES = ["one", "two", "three"]
@@ -145,3 +147,69 @@ async def test_a_server_that_reuses_call_ids_in_a_new_message_still_acts(
     result = await graph.ainvoke({"messages": [HumanMessage(content="milk, then eggs")]})
     assert result["turnStatus"] == "answered"
     assert count(database, "SELECT count(*) FROM tasks") == 2
+
+
+async def test_a_call_id_repeated_within_one_message_acts_once(database: Database) -> None:
+    """The calls of a message share one ledger read made before any of them ran; a call that
+    repeats an earlier call's id must still not act again."""
+    same_id = {"name": "add_task", "id": "call_0", "type": "tool_call"}
+    model = ScriptedChatModel(
+        script=[
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {**same_id, "args": {"title": "milk"}},
+                    {**same_id, "args": {"title": "milk"}},
+                ],
+            ),
+            AIMessage(content="Added."),
+        ]
+    )
+    graph = build_graph(model, database=database)
+    result = await graph.ainvoke({"messages": [HumanMessage(content="add milk")]})
+    assert result["turnStatus"] == "answered"
+    assert count(database, "SELECT count(*) FROM tasks") == 1
+    answers = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in answers] == ["success", "success"]
+    assert answers[0].content == answers[1].content
+
+
+async def test_free_calls_finishing_together_are_each_recorded(database: Database) -> None:
+    """The free calls of one message record their results in shared transactions; every one
+    of them is still recorded, so a tools step run again replays each instead of acting."""
+    ran: list[str] = []
+
+    @tool
+    async def note(text: str) -> str:
+        """Note something down (a free call: it keeps no record itself)."""
+        ran.append(text)
+        await asyncio.sleep(0)
+        return json.dumps({"noted": text})
+
+    texts = [f"n{index}" for index in range(6)]
+    model = ScriptedChatModel(
+        script=[ai(*(tool_call("note", text=text) for text in texts)), AIMessage(content="Ok.")]
+    )
+    graph = build_graph(model, tools=[note], database=database)
+    result = await graph.ainvoke({"messages": [HumanMessage(content="note six things")]})
+    assert result["turnStatus"] == "answered"
+    assert sorted(ran) == texts
+    assert count(database, "SELECT count(*) FROM tool_results WHERE toolName = 'note'") == 6
+
+
+async def test_a_batch_of_records_with_one_already_recorded_keeps_the_others(
+    database: Database,
+) -> None:
+    """A record another run of the same call wrote first fails the shared transaction on the
+    primary key; the other records of the batch are written all the same."""
+    keys = [ToolCallKey("c", "t", f"m/call_{name}", "note") for name in "abc"]
+    await record_after_call(database, keys[1], "from the other run")
+    batch = RecordBatch(database)
+    # The first record is written alone; the two that wait behind it share a transaction.
+    await asyncio.gather(*(batch.record(key, f"this run {key.tool_call_id}") for key in keys))
+    recorded = await recorded_results(database, "c", [key.tool_call_id for key in keys])
+    assert [recorded[key.tool_call_id].content for key in keys] == [
+        "this run m/call_a",
+        "from the other run",
+        "this run m/call_c",
+    ]

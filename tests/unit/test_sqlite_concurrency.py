@@ -142,3 +142,31 @@ async def test_a_database_with_a_foreign_turn_todos_table_is_refused_untouched(
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
         tables = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
         assert [name for (name,) in tables] == ["turn_todos"]
+
+
+async def test_a_connection_handed_back_inside_a_transaction_is_rolled_back(
+    database: Database,
+) -> None:
+    """The pool only rolls back connections still inside a transaction (the others have
+    committed or rolled back already); one that is must not reach its next user with a
+    half-written row or the write lock."""
+    await database.create_schema()
+    async with database.engine.connect() as connection:
+        raw = await connection.get_raw_connection()
+        driver = raw.driver_connection
+        assert driver is not None
+        await driver.execute("BEGIN IMMEDIATE")
+        await driver.execute(
+            "INSERT INTO conversations (conversationId, ownerUserId, createdAt) "
+            "VALUES ('half', 'u', 'now')"
+        )
+        assert driver.in_transaction
+    async with database.session() as session:  # would wait for the lock if it were still held
+        found = await session.scalar(text("SELECT count(*) FROM conversations"))
+        await session.execute(
+            text(
+                "INSERT INTO conversations (conversationId, ownerUserId, createdAt) "
+                "VALUES ('whole', 'u', 'now')"
+            )
+        )
+    assert found == 0

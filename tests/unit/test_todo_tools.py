@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.prebuilt import ToolRuntime
 
 from agent.context import Context
+from agent.state import SupervisorState
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from tests.tool_harness import run_tool_calls
@@ -427,3 +429,23 @@ async def test_a_read_only_database_gives_database_error(tmp_path: Path) -> None
         assert connection.execute("SELECT title, status FROM turn_todos").fetchall() == [
             ("kept", "in_progress")
         ]
+
+
+def test_validating_a_call_does_not_walk_the_graph_state(database: Database) -> None:
+    """langchain-core dumps every call's validated arguments, the injected runtime included; a
+    runtime dumped with its state would cost a walk of the whole thread on every call."""
+    complete_todo = {tool.name: tool for tool in build_todo_tools(database)}["complete_todo"]
+    state = SupervisorState(messages=[HumanMessage(content="x")] * 100)
+    runtime = ToolRuntime(
+        state=state,
+        context=Context(),
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="call_1",
+        store=None,
+    )
+    schema = complete_todo.args_schema
+    assert isinstance(schema, type)
+    validated = schema.model_validate({"todoId": "x", "outcome": "y", "runtime": runtime})
+    assert validated.runtime is runtime
+    assert validated.model_dump()["runtime"] is None
