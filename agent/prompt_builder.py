@@ -27,7 +27,7 @@ from langchain_core.messages import (
 from agent.errors import ErrorCode
 from agent.safe_input import sendable
 from agent.tool_names import PLAN_CHANGING_TOOLS
-from agent.turn_identity import call_record_id, message_text
+from agent.turn_identity import call_record_id
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
@@ -206,12 +206,9 @@ def without_reported_steps(
 
     Once a call has created the plan or closed an item, the plan view says what it did: every
     item, each closed one with its outcome, the one in progress with its id and context. So the
-    turn's messages between its request and the newest such call are dropped. That call stays
+    turn's messages between its request and the newest such call are dropped; that call stays
     with its results, and so does all that came after it (the current item's work, errors,
-    questions, reminders), unless it only changed the plan: a text-free message of plan calls
-    that all succeeded says nothing the view does not, so it goes too. (With one stage of N rows
-    closed in one message, that message is N calls and N results, the largest part of the
-    answering call's prompt.) The request and earlier turns stay as the window has them.
+    questions, reminders). The request and earlier turns stay as the window has them.
     ``turn_message_id`` is the request's id; without it nothing is dropped.
     """
     if turn_message_id is None:
@@ -226,29 +223,8 @@ def without_reported_steps(
             call["name"] in PLAN_CHANGING_TOOLS and call.get("id") in succeeded
             for call in message.tool_calls
         ):
-            kept = window[index:]
-            if _only_changed_the_plan(message, succeeded):
-                kept = [m for m in kept[1:] if not _answers(message, m)]
-            return [*window[: opening + 1], *kept]
+            return [*window[: opening + 1], *window[index:]]
     return list(window)
-
-
-def _only_changed_the_plan(message: AIMessage, succeeded: Collection[str]) -> bool:
-    """True if ``message`` is plan calls that all succeeded, with no text and no other call."""
-    return (
-        not message_text(message).strip()
-        and not message.invalid_tool_calls
-        and all(
-            call["name"] in PLAN_CHANGING_TOOLS and call.get("id") in succeeded
-            for call in message.tool_calls
-        )
-    )
-
-
-def _answers(message: AIMessage, candidate: AnyMessage) -> bool:
-    return isinstance(candidate, ToolMessage) and any(
-        call.get("id") == candidate.tool_call_id for call in message.tool_calls
-    )
 
 
 def model_messages(

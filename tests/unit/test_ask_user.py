@@ -40,8 +40,7 @@ class AmbiguousTitleModel:
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
         rows = plan_rows(plan_view(messages))
-        window = window_of(messages)
-        last = window[-1] if window else None  # a window of only reported steps is empty
+        last = window_of(messages)[-1]
         if not rows:
             return ai(
                 tool_call("create_todo", items=[{"title": "Complete the call task"}]),
