@@ -18,6 +18,7 @@ from agent import compact_profile
 from agent.context import Context
 from agent.prompt_builder import plan_view, system_prompt
 from agent.tool_catalog import RunTools, ToolCatalog
+from agent.tool_schemas import model_tool_schemas
 from prompts import load_all_prompts, load_prompt
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
@@ -121,10 +122,11 @@ class SupervisorDeps:
         cached = loop_bound.get(key)
         if cached is not None and cached[0] is model:
             return cached[1]
+        schemas = model_tool_schemas(run_tools.tools)
         if required_tool is None:
-            bound = model.bind_tools(list(run_tools.tools))
+            bound = model.bind_tools(schemas)
         else:
-            bound = model.bind_tools(list(run_tools.tools), tool_choice=required_tool)
+            bound = model.bind_tools(schemas, tool_choice=required_tool)
         if len(loop_bound) >= BOUND_LIMIT:
             loop_bound.pop(next(iter(loop_bound)))
         loop_bound[key] = (model, bound)

@@ -25,6 +25,13 @@ Responder = Callable[[list[BaseMessage]], Reply]
 _call_ids = itertools.count()
 
 
+def tool_name(tool: Any) -> str:
+    """The name of a tool as bound: a tool object, or an OpenAI tool definition."""
+    if isinstance(tool, dict):
+        return str(tool.get("function", tool).get("name"))
+    return str(getattr(tool, "name", tool))
+
+
 def tool_call(name: str, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args, "id": f"call_{next(_call_ids)}", "type": "tool_call"}
 
@@ -54,7 +61,7 @@ class ScriptedChatModel(BaseChatModel):
         return "scripted"
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        self.bound_tool_names = [getattr(t, "name", str(t)) for t in tools]
+        self.bound_tool_names = [tool_name(t) for t in tools]
         self.tool_choices.append(kwargs.get("tool_choice"))
         return self.bind(tool_choice=kwargs.get("tool_choice"))
 

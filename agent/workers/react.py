@@ -21,6 +21,7 @@ from agent.context import Context
 from agent.deps import ModelSetting, resolve_chat_model
 from agent.models import invalid_tool_call_messages
 from agent.ordered_tools import build_tools_node
+from agent.tool_schemas import model_tool_schemas
 from agent.workers.worker import Worker, WorkerState
 from prompts import load_all_prompts, load_prompt
 
@@ -49,7 +50,7 @@ def build_worker(
             prompts_ready = True
         system = "\n\n".join(load_prompt(section) for section in prompt_sections)
         chat = await resolve_chat_model(model, runtime.context or Context())
-        bound = chat.bind_tools(tool_list) if tool_list else chat
+        bound = chat.bind_tools(model_tool_schemas(tool_list)) if tool_list else chat
         response = await bound.ainvoke([SystemMessage(content=system), *state.messages])
         if not isinstance(response, AIMessage):
             raise TypeError(f"worker {name!r}: the model returned {type(response).__name__}")
