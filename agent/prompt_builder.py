@@ -114,7 +114,7 @@ def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> 
         "plan_view",
         closed=closed,
         total=len(rows),
-        legend="; [>] in progress: work on these now" if working else "",
+        legend="; [>]: in progress, work on these now" if working else "",
         request_line=request_line,
         items="\n".join(_plan_line(row, show_id=row.id in ids) for row in rows),
     ).replace("\n\n", "\n")

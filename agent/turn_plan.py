@@ -49,7 +49,7 @@ class TodoItemInput(BaseModel):
 
     model_config = ConfigDict(json_schema_extra=_lean_schema)
 
-    title: str = Field(description="Short name of the step.")
+    title: str
     context: str = Field(default="", description="What the step needs: names, values, results.")
     completionCriteria: str = Field(default="", description="How to tell it is done.")
     agentType: str | SkipJsonSchema[None] = Field(

@@ -38,12 +38,11 @@ Option = Annotated[
 ]
 Options = Annotated[
     Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | SkipJsonSchema[None],
-    Field(description="Choices, if known (e.g. candidate task titles)."),
+    Field(description="Choices, if any (e.g. candidate task titles)."),
 ]
 DESCRIPTION = (
-    "Ask the user one clear question and wait; the answer is the result and the turn goes on, "
-    "plan kept. Only when you cannot go on without them: an ambiguous request, a missing "
-    "detail, a choice that is theirs."
+    "Ask the user one clear question; the answer is the result, and the turn goes on. Only "
+    "when you cannot go on without them: an ambiguous request, a missing detail, their choice."
 )
 """What the model reads, on every call: when to ask (the schema says how)."""
 

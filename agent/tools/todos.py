@@ -49,13 +49,6 @@ def _dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
-def _to_the_second(timestamp: str | None) -> str | None:
-    """``2026-11-23T14:21:29.877633Z`` as ``2026-11-23T14:21:29Z``."""
-    if timestamp is None or "." not in timestamp:
-        return timestamp
-    return timestamp.split(".", 1)[0] + "Z"
-
-
 def _brief(rows: list[TurnTodo]) -> list[dict[str, str]]:
     return [{"id": row.id, "title": row.title} for row in rows]
 
@@ -76,12 +69,15 @@ def _created(change: PlanChange) -> str:
 
 
 def _closed(change: PlanChange) -> str:
-    """``complete_todo``'s result (seed 004's fields, then ours): while the closed row's stage
-    has open rows, ``stageOpen`` says how many (a count, not a list: a stage of N rows closed in
-    one message would otherwise send N lists of up to N rows) and there is no ``next``; once it
-    closes, ``next`` is the first row of the stage started now (``nextStage`` lists them all when
-    there are several). ``completedAt`` is given to the second: the model needs no more, and
-    the result is resent while it is in the window (the row keeps microseconds)."""
+    """``complete_todo``'s result: seed 004's fields but two, then ours.
+
+    Left out are ``outcome``, the model's own argument echoed back (the plan view shows it, and
+    real outcomes run to sentences), and ``completedAt``, which no model acts on; the row keeps
+    both, and ``list_todo`` returns them. Every byte here is resent while the result is in the
+    window, N times over when a stage of N rows is closed in one message. While the closed
+    row's stage has open rows, ``stageOpen`` says how many (a count, not a list, for the same
+    reason) and there is no ``next``; once it closes, ``next`` is the first row of the stage
+    started now (``nextStage`` lists them all when there are several)."""
     closed = change.closed
     assert closed is not None  # close() always returns the row it closed
     stage_open = [row for row in change.in_progress if row.priority == closed.priority]
@@ -91,8 +87,6 @@ def _closed(change: PlanChange) -> str:
         "id": closed.id,
         "title": closed.title,
         "status": closed.status,
-        "outcome": closed.outcome,
-        "completedAt": _to_the_second(closed.completedAt),
         "remaining": change.counts.remaining,
     }
     if following is not None:
@@ -114,8 +108,8 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
         """Plan every step of this turn in ONE call. Items run in list order, or by `order`;
-        items with the same `order` form a stage, started together. The first item or stage is
-        started for you (`current`, `stageSize`). One invalid item fails the whole batch."""
+        items sharing an `order` form a stage, started together. The first is started for you
+        (`current`). One invalid item fails the whole batch."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
         change = await plan.add_items(items, _limits(runtime), receipt)
@@ -144,9 +138,8 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         runtime: ToolRuntimeT,
         status: Literal["completed", "cancelled"] = "completed",
     ) -> str:
-        """Close a plan item with its `outcome` (what was done, or why it is cancelled).
-        Returns `remaining`, `stageOpen` (rows of its stage still open) and, once its stage is
-        closed, the `next` item, already started."""
+        """Close a plan item with its `outcome` (what was done, or why cancelled); the result
+        says what is next."""
         plan = TurnPlan(database, turn_scope(runtime))
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
         change = await plan.close(todoId, outcome, status, receipt)
