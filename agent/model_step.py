@@ -22,7 +22,7 @@ from agent.context import Context
 from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.models import invalid_tool_call_messages
-from agent.prompt_builder import model_messages, orphaned_tool_calls
+from agent.prompt_builder import model_messages, orphaned_tool_calls, recent_history
 from agent.safe_input import quarantine_unstorable_calls
 from agent.tool_ledger import recorded_results
 from agent.turn_outcome import turn_failed_message
@@ -87,12 +87,6 @@ async def model_step(
             if view.rows is not None
             else (await TurnPlan(deps.database, view.scope).rows())[0]
         )
-        orphans = orphaned_tool_calls(history)
-        recorded = (
-            await recorded_results(deps.database, view.scope.conversation_id, orphans)
-            if orphans
-            else {}
-        )
     except ToolFailure as failure:
         return end_turn_with_failure(failure.message, None, update)
 
@@ -103,6 +97,14 @@ async def model_step(
             rows=rows,
             required_tool=required_tool,
             request=view.turn_request,
+        )
+        # Only calls the window can hold are looked up: an orphan older than the window would
+        # otherwise cost a read on every later call of the thread.
+        orphans = orphaned_tool_calls(recent_history(history, step.history_limit))
+        recorded = (
+            await recorded_results(deps.database, view.scope.conversation_id, orphans)
+            if orphans
+            else {}
         )
         prompt = model_messages(
             base_prompt=step.base_prompt,
@@ -118,6 +120,8 @@ async def model_step(
         response = await step.model.ainvoke(prompt)
     except (GraphBubbleUp, asyncio.CancelledError):
         raise
+    except ToolFailure as failure:  # the recorded results could not be read
+        return end_turn_with_failure(failure.message, rows, update)
     except Exception as error:  # the model boundary: any failure ends the turn, explained
         logger.warning("model call failed: %r", error, exc_info=logger.isEnabledFor(logging.DEBUG))
         reason = f"the language model failed ({type(error).__name__}: {_first_line(error)})."

@@ -199,6 +199,22 @@ def history_window(messages: Sequence[AnyMessage], limit: int) -> list[AnyMessag
     return list(messages[group_start:])
 
 
+def recent_history(messages: Sequence[AnyMessage], limit: int) -> Sequence[AnyMessage]:
+    """All that ``history_window(..., limit)`` can keep of ``messages``: the newest ``limit``,
+    and, when they begin inside a tool-call group, the rest of that group back to its AI message.
+
+    Preparing only these for the model (orphaned calls answered, text made sendable) gives the
+    same window as preparing the whole history, whose cost would grow with the conversation on
+    every call: a long-lived thread holds thousands of messages.
+    """
+    if limit <= 0:
+        return []
+    start = max(0, len(messages) - limit)
+    while start > 0 and isinstance(messages[start], ToolMessage):
+        start -= 1
+    return messages[start:]
+
+
 def without_reported_steps(
     window: Sequence[AnyMessage], turn_message_id: str | None
 ) -> list[AnyMessage]:
@@ -246,7 +262,8 @@ def model_messages(
     prompt's prefix is too. ``recorded`` holds the results of orphaned calls that ran
     (``agent.tool_ledger``). ``drop_reported``: with a plan, leave out the turn's steps the
     plan view reports (``without_reported_steps``)."""
-    window = history_window(sendable(answer_orphaned_tool_calls(history, recorded)), history_limit)
+    recent = recent_history(history, history_limit)
+    window = history_window(sendable(answer_orphaned_tool_calls(recent, recorded)), history_limit)
     if rows and drop_reported:
         window = without_reported_steps(window, turn_message_id)
     request_visible = turn_message_id is not None and any(

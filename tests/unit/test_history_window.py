@@ -120,3 +120,28 @@ def test_the_prompt_never_sends_two_user_messages_in_a_row() -> None:
     assert str(prompt[-1].content).startswith(f"{REQUEST}\n\n{note.content}\n\n## Current plan")
     assert window_of(prompt)[-1].content == f"{REQUEST}\n\n{note.content}"
     assert OPENING.content == REQUEST and note.content == "The user approved the plan."
+
+
+def test_a_tool_group_longer_than_the_window_is_sent_whole_and_old_history_is_not_sent() -> None:
+    """The newest step made more tool calls than the window holds: it goes from its AI message
+    with every result (a result without its call is rejected by OpenAI-compatible servers);
+    an earlier step whose call never got a result is older than the window and is not sent."""
+    broken = [AIMessage(content="", tool_calls=[tool_call("act", item="lost")])]
+    wide = step(*(tool_call("act", item=str(number)) for number in range(5)))
+    history = [*EARLIER, *broken, HumanMessage("next", id="h2"), *wide]
+
+    prompt = model_messages(
+        base_prompt="stable",
+        history=history,
+        history_limit=3,
+        rows=[],
+        turn_request="next",
+        turn_message_id="h2",
+    )
+
+    assert window_of(prompt)[: len(wide)] == wide
+    assert all(
+        message.tool_call_id != broken[0].tool_calls[0]["id"]
+        for message in prompt
+        if isinstance(message, ToolMessage)
+    )
