@@ -33,13 +33,11 @@ from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRe
 CloseStatus = Literal["completed", "cancelled"]
 
 
-def _lean_schema(schema: dict[str, Any]) -> None:
-    """No class description and no empty defaults: a field missing from ``required`` is already
-    optional, and the schema is sent with every LLM call."""
+def _without_class_description(schema: dict[str, Any]) -> None:
+    """No class description: the schema is sent with every LLM call, and the tool's own
+    description says what an item is. Null choices and empty defaults are left out for every
+    tool alike, where tools are bound (``agent.tool_schemas``)."""
     schema.pop("description", None)
-    for field_schema in schema.get("properties", {}).values():
-        if field_schema.get("default", "unset") in ("", None):
-            del field_schema["default"]
 
 
 class TodoItemInput(BaseModel):
@@ -47,7 +45,7 @@ class TodoItemInput(BaseModel):
     is sent with every LLM call, so it says only what a model needs (no class description, no
     ``null`` choices or empty defaults for omitted fields)."""
 
-    model_config = ConfigDict(json_schema_extra=_lean_schema)
+    model_config = ConfigDict(json_schema_extra=_without_class_description)
 
     title: str
     context: str = Field(default="", description="What the step needs: names, values, results.")

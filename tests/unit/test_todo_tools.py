@@ -17,6 +17,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from agent.context import Context
 from agent.state import SupervisorState
+from agent.tool_schemas import model_tool_schema
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from tests.tool_harness import run_tool_calls
@@ -73,7 +74,7 @@ def test_schema_sent_to_the_model_has_no_ids_or_runtime(tools: list[BaseTool], n
 
 def test_create_todo_schema_uses_seed_field_names(tools: list[BaseTool]) -> None:
     (create,) = [t for t in tools if t.name == "create_todo"]
-    schema = convert_to_openai_tool(create)["function"]["parameters"]
+    schema = model_tool_schema(create)["function"]["parameters"]  # as the model is sent it
     item = schema["properties"]["items"]["items"]
     if "$ref" in item:
         item = schema["$defs"][item["$ref"].rsplit("/", 1)[1]]
