@@ -41,6 +41,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
+from storage.aiosqlite_one_trip import one_trip_dbapi
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import Base
 
@@ -119,6 +120,14 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         if state.terminate_only or driver is None or not driver.in_transaction:
             return
         dbapi_connection.rollback()
+
+
+def _driver_options(url: str) -> dict[str, Any]:
+    """Engine options for the SQLite driver: aiosqlite runs one trip to its thread per
+    statement (``storage.aiosqlite_one_trip``)."""
+    if make_url(url).get_driver_name() != "aiosqlite":
+        return {}
+    return {"module": one_trip_dbapi()}
 
 
 def _is_busy(error: OperationalError) -> bool:
@@ -221,7 +230,9 @@ class Database:
         if self.is_sqlite:
             _check_sqlite_file(url)
         if self.is_sqlite:
-            engine = create_async_engine(url, echo=self._echo, pool_reset_on_return=None)
+            engine = create_async_engine(
+                url, echo=self._echo, pool_reset_on_return=None, **_driver_options(url)
+            )
             _configure_sqlite(engine)
         else:
             engine = create_async_engine(url, echo=self._echo)
