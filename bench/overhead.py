@@ -1,0 +1,191 @@
+"""``python -m bench.overhead [--n 20] [--repeats 5]``: where turnplan's framework overhead per
+plan item goes (issue 12, overhead).
+
+The turn is the benchmark's sequential N-item turn (``bench.systems.turnplan``: N + 2 calls to
+``bench.wire.InstantChatModel``, so no time is spent in a model). Besides the wall time per item
+(best of ``repeats``), it counts what the database work costs, per item:
+
+- **transactions**: SQLite transactions begun (each takes the write lock, or a read snapshot);
+- **statements**: SQL statements sent, ``BEGIN`` included;
+- **thread trips**: handoffs to aiosqlite's thread (``storage.aiosqlite_one_trip``: one per
+  statement, plus one per commit or rollback), each a thread switch and an event-loop wake-up;
+- the wall time spent in the three places that run them: the step claims of ``execute`` and
+  ``drain`` (``agent.turn_lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
+  recording the results of the other tool calls (``RecordBatch.record``).
+
+What is left of the wall time is the graph (three steps per item), the prompt, the model and
+tool plumbing of LangChain, and turnplan's own Python. Counts are exact and machine-independent;
+times are for comparing runs on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from agent.tool_ledger import RecordBatch
+from agent.turn_lineage import claim_next_step
+from agent.turn_plan import TurnPlan
+from bench.measure import _instant_run
+from bench.systems import PreparedTurn, TurnResult
+from bench.systems.turnplan import TurnplanSystem
+from storage.aiosqlite_one_trip import OneTripConnection
+
+DEFAULT_N = 20
+TIMED = ("step claims", "closing rows", "recording results")
+
+
+@dataclass(frozen=True)
+class OverheadProfile:
+    """One turn's overhead per item, and the database work behind it."""
+
+    n: int
+    overhead_ms: float
+    transactions: float
+    statements: float
+    thread_trips: float
+    timed_ms: dict[str, float]
+    """Wall time per item in each of ``TIMED``."""
+    problem: str = ""
+
+    @property
+    def rest_ms(self) -> float:
+        """Overhead per item outside the timed database work."""
+        return self.overhead_ms - sum(self.timed_ms.values())
+
+
+class _Tally:
+    """Counts and timings of one turn, gathered by the hooks of ``_hooks`` while ``counting``
+    (the turn itself: not the schema created before it)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.seconds: dict[str, float] = dict.fromkeys(TIMED, 0.0)
+        self.counting = False
+
+    def count(self, label: str) -> None:
+        if self.counting:
+            self.counts[label] += 1
+
+    def only_the_turn(self, turn: PreparedTurn) -> PreparedTurn:
+        async def run(request: str) -> TurnResult:
+            self.counting = True
+            try:
+                return await turn.run(request)
+            finally:
+                self.counting = False
+
+        return replace(turn, run=run)
+
+    def timed(self, label: str, function: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - started
+
+        return run
+
+
+@contextmanager
+def _hooks(tally: _Tally) -> Iterator[None]:
+    """Count statements and thread trips, and time the database-bound calls, while inside."""
+
+    def on_statement(*_: Any) -> None:
+        tally.count("statements")
+
+    def on_begin(*_: Any) -> None:
+        tally.count("transactions")
+
+    trip: Any = OneTripConnection._execute
+
+    async def counted_trip(self: OneTripConnection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        tally.count("thread trips")
+        return await trip(self, fn, *args, **kwargs)
+
+    timed_claim = tally.timed("step claims", claim_next_step)
+    event.listen(Engine, "before_cursor_execute", on_statement)
+    event.listen(Engine, "begin", on_begin)
+    try:
+        with ExitStack() as patches:
+            patches.enter_context(patch.object(OneTripConnection, "_execute", counted_trip))
+            for node in ("execute", "drain"):
+                patches.enter_context(patch(f"agent.nodes.{node}.claim_next_step", timed_claim))
+            closing = tally.timed("closing rows", TurnPlan.close)
+            recording = tally.timed("recording results", RecordBatch.record)
+            patches.enter_context(patch.object(TurnPlan, "close", closing))
+            patches.enter_context(patch.object(RecordBatch, "record", recording))
+            yield
+    finally:
+        event.remove(Engine, "before_cursor_execute", on_statement)
+        event.remove(Engine, "begin", on_begin)
+
+
+class _CountedTurnplan(TurnplanSystem):
+    """turnplan whose turn (and only its turn) is counted by ``tally``."""
+
+    def __init__(self, tally: _Tally) -> None:
+        self._tally = tally
+
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+        return self._tally.only_the_turn(super().prepare(model, tool, workdir, n))
+
+
+async def profile(n: int = DEFAULT_N, *, repeats: int = 5) -> OverheadProfile:
+    """The best of ``repeats`` instant runs of the sequential N-item turn, with its counts."""
+    best: OverheadProfile | None = None
+    for _ in range(max(1, repeats)):
+        tally = _Tally()
+        with _hooks(tally):
+            overhead, problem = await _instant_run(_CountedTurnplan(tally), n)
+        run = OverheadProfile(
+            n=n,
+            overhead_ms=1000 * overhead / n,
+            transactions=tally.counts["transactions"] / n,
+            statements=tally.counts["statements"] / n,
+            thread_trips=tally.counts["thread trips"] / n,
+            timed_ms={label: 1000 * tally.seconds[label] / n for label in TIMED},
+            problem=problem,
+        )
+        if best is None or run.overhead_ms < best.overhead_ms:
+            best = run
+    assert best is not None
+    return best
+
+
+def report(result: OverheadProfile) -> str:
+    lines = [
+        f"turnplan, sequential N = {result.n}: {result.overhead_ms:.2f} ms overhead per item"
+        + (f" (NOT OK: {result.problem})" if result.problem else ""),
+        f"  per item: {result.transactions:.2f} transactions, {result.statements:.2f} statements,"
+        f" {result.thread_trips:.2f} trips to aiosqlite's thread",
+    ]
+    lines += [f"  {label:<18} {ms:6.2f} ms/item" for label, ms in result.timed_ms.items()]
+    lines.append(f"  {'everything else':<18} {result.rest_ms:6.2f} ms/item")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=DEFAULT_N, help="plan items (default 20)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs; the fastest is shown")
+    args = parser.parse_args()
+    print(report(asyncio.run(profile(args.n, repeats=args.repeats))))
+
+
+if __name__ == "__main__":
+    main()
