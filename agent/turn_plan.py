@@ -115,6 +115,9 @@ class PlanChange:
     in_progress: list[TurnTodo] = field(default_factory=list)
     """Every row in progress afterwards: the open rows of the current stage."""
     counts: PlanCounts = field(default_factory=PlanCounts)
+    rows: list[TurnTodo] = field(default_factory=list)
+    """Every row of the turn as the operation's transaction left them, in plan order: what
+    the next reader of this run may take instead of reading (``agent.rows_handoff``)."""
 
     @property
     def current(self) -> TurnTodo | None:
@@ -283,10 +286,8 @@ class TurnPlan:
                         )
                     )
                 planned = await repository.create_batch(self.scope, new_rows)
-                started, in_progress, counts = await self._start_next(repository)
-                change = PlanChange(
-                    planned=planned, started=started, in_progress=in_progress, counts=counts
-                )
+                change = await self._start_next(repository)
+                change.planned = planned
                 if receipt is not None:
                     await record_result(session, receipt.key, receipt.render(change))
         except (SQLAlchemyError, OSError) as error:
@@ -297,16 +298,24 @@ class TurnPlan:
         """Make sure the first stage with open rows is in progress."""
         try:
             async with self._database.session() as session:
-                repository = TurnTodoRepository(session)
-                started, in_progress, counts = await self._start_next(repository)
+                return await self._start_next(TurnTodoRepository(session))
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
-        return PlanChange(started=started, in_progress=in_progress, counts=counts)
 
     async def close(
-        self, todo_id: str, outcome: str, status: CloseStatus, receipt: Receipt | None = None
+        self,
+        todo_id: str,
+        outcome: str,
+        status: CloseStatus,
+        receipt: Receipt | None = None,
+        *,
+        known_rows: list[TurnTodo] | None = None,
     ) -> PlanChange:
-        """Record a row's outcome as completed or cancelled, then start the next row."""
+        """Record a row's outcome as completed or cancelled, then start the next row.
+
+        ``known_rows``: the turn's rows as they are now, handed over by the step before in this
+        run (``agent.rows_handoff``), used instead of reading them; the writes stay conditional,
+        so a row closed or started meanwhile is still caught."""
         todo_id = _check_todo_id(todo_id)
         outcome = outcome.strip()
         if not outcome:
@@ -318,8 +327,11 @@ class TurnPlan:
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
-                rows = await repository.find_by_turn(self.scope)
-                row = next((candidate for candidate in rows if candidate.id == todo_id), None)
+                rows = known_rows
+                row = _row_with_id(rows, todo_id)
+                if row is None:
+                    rows = await repository.find_by_turn(self.scope)
+                    row = _row_with_id(rows, todo_id)
                 if row is None:
                     raise ToolFailure(
                         ErrorCode.NOT_FOUND,
@@ -331,10 +343,10 @@ class TurnPlan:
                     row.id, status=status, outcome=outcome, completed_at=completed_at, refresh=False
                 )
                 if not closed:
-                    await session.refresh(row)
+                    now = await repository.reload(row.id) or row
                     raise ToolFailure(
                         ErrorCode.VALIDATION_ERROR,
-                        f"Todo '{row.title}' is already {row.status}.",
+                        f"Todo '{now.title}' is already {now.status}.",
                         "Move on to the next item; a closed item cannot be closed again.",
                     )
                 _mark(
@@ -344,10 +356,9 @@ class TurnPlan:
                     completedAt=completed_at,
                     startedAt=row.startedAt or (completed_at if status == "completed" else None),
                 )
-                started, in_progress, counts = await self._start_next(repository, rows)
-                change = PlanChange(
-                    closed=row, started=started, in_progress=in_progress, counts=counts
-                )
+                assert rows is not None  # the row was found among them
+                change = await self._start_next(repository, rows)
+                change.closed = row
                 if receipt is not None:
                     await record_result(session, receipt.key, receipt.render(change))
         except (SQLAlchemyError, OSError) as error:
@@ -387,23 +398,23 @@ class TurnPlan:
 
     async def _start_next(
         self, repository: TurnTodoRepository, rows: list[TurnTodo] | None = None
-    ) -> tuple[list[TurnTodo], list[TurnTodo], PlanCounts]:
+    ) -> PlanChange:
         """Start the pending rows of the first stage with open rows, unless a row of another
         stage is in progress. ``rows``: the turn's rows as this transaction left them (else
-        they are read). Returns (rows started now, rows in progress afterwards, counts
-        afterwards)."""
+        they are read). Returns the rows started now, those in progress afterwards, and every
+        row and the counts afterwards."""
         if rows is None:
             rows = await repository.find_by_turn(self.scope)
         open_rows = [row for row in rows if row.status in OPEN_TODO_STATUSES]
-        if not open_rows:
-            return [], [], count_rows(rows)
-        stage = open_rows[0].priority
         in_progress = [row for row in open_rows if row.status == "in_progress"]
+        if not open_rows:
+            return PlanChange(counts=count_rows(rows), rows=rows)
+        stage = open_rows[0].priority
         waiting = [row for row in open_rows if row.priority == stage and row.status == "pending"]
         if not waiting or any(row.priority != stage for row in in_progress):
             # The stage is fully started, or a row of a later stage is still being worked (an
             # item planned ahead of it afterwards): it finishes first.
-            return [], in_progress, count_rows(rows)
+            return PlanChange(in_progress=in_progress, counts=count_rows(rows), rows=rows)
         started_at = utc_now_iso()
         if await repository.start_stage_if_idle(self.scope, stage, started_at=started_at) == len(
             waiting
@@ -411,7 +422,9 @@ class TurnPlan:
             for row in waiting:
                 _mark(row, status="in_progress", startedAt=started_at)
             in_progress = [row for row in rows if row.status == "in_progress"]
-            return waiting, in_progress, count_rows(rows)
+            return PlanChange(
+                started=waiting, in_progress=in_progress, counts=count_rows(rows), rows=rows
+            )
         # Another writer changed rows of this turn in between: report what it did.
         rows = await repository.find_by_turn(self.scope)
         waiting_ids = {row.id for row in waiting}
@@ -419,7 +432,13 @@ class TurnPlan:
         started = [
             row for row in in_progress if row.id in waiting_ids and row.startedAt == started_at
         ]
-        return started, in_progress, count_rows(rows)
+        return PlanChange(
+            started=started, in_progress=in_progress, counts=count_rows(rows), rows=rows
+        )
+
+
+def _row_with_id(rows: Sequence[TurnTodo] | None, todo_id: str) -> TurnTodo | None:
+    return next((row for row in rows or () if row.id == todo_id), None)
 
 
 def _mark(row: TurnTodo, **values: object) -> None:

@@ -26,7 +26,7 @@ from agent.errors import OPERATOR_FAULTS, ToolFailure, error_code_of
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
 from agent.plan_approval import ask_for_approval, awaiting_approval
-from agent.rows_handoff import hand_over
+from agent.rows_handoff import hand_over, take_over
 from agent.state import SupervisorState
 from agent.turn_identity import REMINDER_NAME
 from agent.turn_lineage import claim_next_step
@@ -83,15 +83,18 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         context = runtime.context or Context()
         await deps.prepare()
         approval: dict[str, Any] = {}
+        scope = TurnScope(state.conversationId, state.turnId)
+        known = take_over(state.todos, scope, state.turnStep)
         try:
             if state.approvePlan and not state.planApproved:
                 # Before the step is claimed: the pause must not move the turn's step on, or
                 # the run that answers it would look like a fork (``agent.turn_lineage``).
-                plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
+                plan = TurnPlan(deps.database, scope)
                 rows, _ = await plan.rows()
                 if awaiting_approval(state.approvePlan, state.planApproved, open_rows(rows)):
                     approval = await ask_for_approval(plan, rows, plan_limits(context))
-            claim = await claim_next_step(deps.database, state, read_rows=True)
+                known = None  # the approval may have changed them
+            claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
             rows = claim.rows or []
             counts = count_rows(rows)
         except ToolFailure as failure:

@@ -15,7 +15,7 @@ from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.rows_handoff import take_over
+from agent.rows_handoff import hand_over, take_over
 from agent.state import SupervisorState
 from agent.turn_lineage import claim_next_step
 from storage.repositories import TurnScope
@@ -30,6 +30,9 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
+        if claim.rows is not None:
+            # For this step's tools, or the next drain if the model answers (rows_handoff).
+            hand_over(state.todos, claim.scope, claim.step, claim.rows)
         view = TurnView(
             scope=claim.scope,
             llm_calls=state.llmCalls,

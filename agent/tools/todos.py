@@ -13,8 +13,9 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, tool
 
 from agent.progress import emit_todo_events
+from agent.rows_handoff import hand_over, take_over
 from agent.tool_names import TODO_TOOL_NAMES
-from agent.tools.runtime import ToolRuntimeT, call_key, run_context, turn_scope
+from agent.tools.runtime import ToolRuntimeT, call_key, run_context, state_value, turn_scope
 from agent.turn_plan import (
     PlanChange,
     PlanLimits,
@@ -25,6 +26,7 @@ from agent.turn_plan import (
 )
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
+from storage.repositories import TurnScope
 
 ListFilter = Literal["pending", "in_progress", "completed", "cancelled", "all"]
 
@@ -102,6 +104,21 @@ def _limits(runtime: ToolRuntimeT) -> PlanLimits:
     return plan_limits(run_context(runtime))
 
 
+def _take_rows(runtime: ToolRuntimeT, scope: TurnScope) -> list[TurnTodo] | None:
+    """The rows the step before handed over in this run (``agent.rows_handoff``). Every tool
+    that writes rows takes them first, so no later step can take rows it has made stale."""
+    return take_over(
+        state_value(runtime, "todos"), scope, int(state_value(runtime, "turnStep", 0) or 0)
+    )
+
+
+def _hand_rows(runtime: ToolRuntimeT, scope: TurnScope, change: PlanChange) -> None:
+    """The rows this call's transaction left, for the next todo call or the next ``drain``."""
+    todos = state_value(runtime, "todos")
+    if isinstance(todos, list):
+        hand_over(todos, scope, int(state_value(runtime, "turnStep", 0) or 0), change.rows)
+
+
 def build_todo_tools(database: Database) -> list[BaseTool]:
     """The three turn-todo tools, reading and writing ``turn_todos`` in ``database``."""
 
@@ -110,9 +127,12 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         """Plan every step of this turn in ONE call. Items run in list order, or by `order`;
         items sharing an `order` form a stage, started together. The first is started for you
         (`current`). One invalid item fails the whole batch."""
-        plan = TurnPlan(database, turn_scope(runtime))
+        scope = turn_scope(runtime)
+        _take_rows(runtime, scope)  # a call that fails after writing leaves none stale
+        plan = TurnPlan(database, scope)
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
         change = await plan.add_items(items, _limits(runtime), receipt)
+        _hand_rows(runtime, scope, change)
         emit_todo_events(runtime.stream_writer, "planned", change.planned)
         emit_todo_events(runtime.stream_writer, "started", change.started)
         return _created(change)
@@ -140,9 +160,12 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
     ) -> str:
         """Close a plan item with its `outcome` (what was done, or why cancelled); the result
         says what is next."""
-        plan = TurnPlan(database, turn_scope(runtime))
+        scope = turn_scope(runtime)
+        known = _take_rows(runtime, scope)
+        plan = TurnPlan(database, scope)
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
-        change = await plan.close(todoId, outcome, status, receipt)
+        change = await plan.close(todoId, outcome, status, receipt, known_rows=known)
+        _hand_rows(runtime, scope, change)
         assert change.closed is not None  # close() always returns the row it closed
         emit_todo_events(runtime.stream_writer, status, [change.closed])
         emit_todo_events(runtime.stream_writer, "started", change.started)

@@ -189,7 +189,7 @@ class TurnTodoRepository:
             {"todo_id": todo_id, "new_status": status, "new_outcome": outcome, "at": completed_at},
         )
         if refresh:
-            await self._refresh(todo_id)
+            await self.reload(todo_id)
         return bool(getattr(result, "rowcount", 0))
 
     async def start_stage_if_idle(self, scope: TurnScope, priority: int, *, started_at: str) -> int:
@@ -222,9 +222,10 @@ class TurnTodoRepository:
         result = await self._session.execute(statement)
         return int(getattr(result, "rowcount", 0) or 0)
 
-    async def _refresh(self, todo_id: str) -> None:
-        """Bring a loaded row in line with a statement that bypassed the ORM."""
-        await self._session.get(TurnTodo, todo_id, populate_existing=True)
+    async def reload(self, todo_id: str) -> TurnTodo | None:
+        """One row as the database has it now, bringing a row loaded in this session in line
+        with statements that bypassed the ORM."""
+        return await self._session.get(TurnTodo, todo_id, populate_existing=True)
 
     async def count_by_status(self, scope: TurnScope) -> dict[str, int]:
         """How many rows of the turn are in each status (every status present, zero included)."""

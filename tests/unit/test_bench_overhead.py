@@ -16,6 +16,10 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
     # Each further item of a sequential turn: the step claims of execute and drain, the close,
     # the recorded result of the item's action.
     assert round(8 * result.transactions - 4 * shorter.transactions) == 4 * 4
+    # Their statements, BEGIN included: 2 per claim, 4 for the close (the row, the next row,
+    # the close's recorded result), 2 for the action's record. No step reads the rows: each
+    # takes them from the step before (agent.rows_handoff).
+    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 10
     # One trip per statement, and one more per transaction for its commit.
     assert result.thread_trips == result.statements + result.transactions
     assert set(result.timed_ms) == set(TIMED)

@@ -1,0 +1,84 @@
+"""Rows handed over between the steps of a run (``agent.rows_handoff``) stand in for a read, but
+the writes made with them stay conditional: rows that missed a change can neither close a row
+twice nor hide a row that exists."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from agent.errors import ToolFailure
+from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from storage import Database
+from storage.repositories import TurnScope
+
+SCOPE = TurnScope("conversation", "turn")
+
+
+async def _plan(database: Database, *titles: str) -> TurnPlan:
+    plan = TurnPlan(database, SCOPE)
+    await plan.add_items([TodoItemInput(title=title) for title in titles], PlanLimits())
+    return plan
+
+
+async def test_a_close_with_the_rows_handed_over_reads_none_and_starts_the_next(
+    database: Database,
+) -> None:
+    plan = await _plan(database, "one", "two")
+    handed, _ = await plan.rows()
+    statements: list[str] = []
+
+    def note(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        change = await plan.close(handed[0].id, "done", "completed", known_rows=handed)
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+
+    assert not [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+    assert change.closed is not None and change.closed.title == "one"
+    assert [row.title for row in change.started] == ["two"]
+    rows, counts = await plan.rows()
+    assert [(row.title, row.status) for row in rows] == [
+        ("one", "completed"),
+        ("two", "in_progress"),
+    ]
+    assert [(row.title, row.status) for row in change.rows] == [
+        (row.title, row.status) for row in rows
+    ]
+    assert counts.summary() == change.counts.summary()
+
+
+async def test_rows_that_missed_a_close_cannot_close_that_row_again(database: Database) -> None:
+    plan = await _plan(database, "one", "two")
+    stale, _ = await plan.rows()
+    await TurnPlan(database, SCOPE).close(stale[0].id, "done elsewhere", "completed")
+
+    with pytest.raises(ToolFailure, match="'one' is already completed"):
+        await plan.close(stale[0].id, "done again", "cancelled", known_rows=stale)
+
+    rows, _ = await plan.rows()
+    assert [(row.title, row.status, row.outcome) for row in rows] == [
+        ("one", "completed", "done elsewhere"),
+        ("two", "in_progress", None),
+    ]
+
+
+async def test_a_row_the_handed_over_rows_lack_is_still_found(database: Database) -> None:
+    plan = await _plan(database, "one")
+    stale, _ = await plan.rows()
+    change = await TurnPlan(database, SCOPE).add_items(
+        [TodoItemInput(title="added later", order=1)], PlanLimits()
+    )
+    (added,) = change.planned
+
+    closed = await plan.close(added.id, "done", "completed", known_rows=stale)
+
+    assert closed.closed is not None and closed.closed.title == "added later"
+    assert {row.title: row.status for row in closed.rows} == {
+        "one": "in_progress",
+        "added later": "completed",
+    }
