@@ -6,11 +6,33 @@ fork beside the original, or two forks) cannot both believe they continue the tu
 
 from __future__ import annotations
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import BindParameter, Update, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Conversation, Turn, utc_now_iso
 from storage.repositories.turn_todos import TurnScope
+
+
+def _advance_statement() -> Update:
+    """The step claim's conditional UPDATE, built once: it runs twice per plan item, and
+    building it costs more than running it (SQLAlchemy also keys its compiled form by a walk of
+    the statement, which a statement object remembers)."""
+    from_step: BindParameter[int] = bindparam("from_step")
+    return (
+        update(Turn)
+        .where(
+            Turn.conversationId == bindparam("conversation"),
+            Turn.turnId == bindparam("turn"),
+            or_(
+                Turn.step == from_step,
+                and_(Turn.step == from_step + 1, Turn.taskId == bindparam("task")),
+            ),
+        )
+        .values(step=bindparam("to_step"), taskId=bindparam("task"), updatedAt=bindparam("at"))
+    )
+
+
+_ADVANCE = _advance_statement()
 
 
 class ConversationRepository:
@@ -74,22 +96,20 @@ class TurnRepository:
         """Move the turn from ``from_step`` to the next step for ``task_id``; also true when the
         same task already did so (it is running again after a crash or a cancel). False when the
         turn is elsewhere: the caller runs from an older checkpoint."""
-        statement = (
-            update(Turn)
-            .where(
-                Turn.conversationId == scope.conversation_id,
-                Turn.turnId == scope.turn_id,
-                or_(
-                    Turn.step == from_step,
-                    and_(Turn.step == from_step + 1, Turn.taskId == task_id),
-                ),
-            )
-            .values(step=from_step + 1, taskId=task_id, updatedAt=utc_now_iso())
-        )
         # A Core statement on the session's connection: no loaded ``Turn`` needs syncing, and
         # this runs twice per plan item, where the ORM's bulk-update path costs a third more.
         connection = await self._session.connection()
-        result = await connection.execute(statement)
+        result = await connection.execute(
+            _ADVANCE,
+            {
+                "conversation": scope.conversation_id,
+                "turn": scope.turn_id,
+                "from_step": from_step,
+                "to_step": from_step + 1,
+                "task": task_id,
+                "at": utc_now_iso(),
+            },
+        )
         return bool(result.rowcount)
 
     async def step_of(self, scope: TurnScope) -> int | None:
