@@ -130,6 +130,10 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
 
 
 async def _instant_run(system: System, n: int) -> tuple[float, str]:
+    """The overhead of one turn: the second turn of a freshly built agent, with the instant
+    model. The first, untimed, fills what a running server has filled once for all its turns
+    (compiled SQL statements, bound tool schemas, lazy imports), for every system alike; it
+    must be a good run too."""
     titles = titles_for(n)
     unbound: set[str] = set()
     oracle = system.oracle(titles)
@@ -139,12 +143,21 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
         turn = system.prepare(model, log.tool(), Path(workdir), n)
         try:
             await turn.warm()
+            result = await turn.run(request_for(titles))
+            warm_up_problem = _problem(result, log, titles, unbound, _off_path(oracle))
+            oracle = system.oracle(titles)
+            model.oracle = _checked(oracle, unbound)
+            model.model_seconds = 0.0
+            log.done.clear()
             started = time.perf_counter()
             result = await turn.run(request_for(titles))
             wall = time.perf_counter() - started
         finally:
             await turn.close()
-    return wall - model.model_seconds, _problem(result, log, titles, unbound, _off_path(oracle))
+    problem = _problem(result, log, titles, unbound, _off_path(oracle))
+    if warm_up_problem and not problem:
+        problem = f"warm-up turn: {warm_up_problem}"
+    return wall - model.model_seconds, problem
 
 
 async def measure(

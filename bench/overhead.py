@@ -68,8 +68,9 @@ class OverheadProfile:
 
 
 class _Tally:
-    """Counts and timings of one turn, gathered by the hooks of ``_hooks`` while ``counting``
-    (the turn itself: not the schema created before it)."""
+    """Counts and timings of one turn, gathered by the hooks of ``_hooks`` while ``counting``:
+    the timed turn itself, not the schema created before it nor the untimed warm-up turn
+    (``bench.measure._instant_run``; each turn starts the tally afresh)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -82,6 +83,8 @@ class _Tally:
 
     def only_the_turn(self, turn: PreparedTurn) -> PreparedTurn:
         async def run(request: str) -> TurnResult:
+            self.counts.clear()
+            self.seconds = dict.fromkeys(TIMED, 0.0)
             self.counting = True
             try:
                 return await turn.run(request)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from bench.measure import _instant_run
 from bench.run import run_benchmark
+from bench.systems import PreparedTurn, TurnResult
 from bench.systems.react import ReactSystem
 from bench.systems.turnplan import TurnplanSystem
 
@@ -29,3 +37,36 @@ async def test_benchmark_reports_turnplan_and_react_for_every_n() -> None:
         for n in NS:
             assert f"| {system} | {n} |" in table
     assert "turnplan" in report.growth() and "## Growth in N" in report.markdown()
+
+
+class _CountedReact(ReactSystem):
+    """react, whose first turn on each built agent loses its answer when ``spoil_first``."""
+
+    def __init__(self, *, spoil_first: bool) -> None:
+        self.spoil_first = spoil_first
+        self.turns: list[int] = []
+
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+        turn = super().prepare(model, tool, workdir, n)
+        runs = 0
+
+        async def run(request: str) -> TurnResult:
+            nonlocal runs
+            runs += 1
+            self.turns.append(runs)
+            result = await turn.run(request)
+            return replace(result, answer="") if self.spoil_first and runs == 1 else result
+
+        return replace(turn, run=run)
+
+
+async def test_overhead_is_timed_on_the_second_turn_of_an_agent_and_both_must_be_good() -> None:
+    """The first turn fills what a running server fills once (compiled SQL, bound schemas); a
+    failure in it still fails the figure."""
+    good = _CountedReact(spoil_first=False)
+    overhead, problem = await _instant_run(good, 2)
+    assert (problem, good.turns) == ("", [1, 2]) and overhead > 0
+
+    spoiled = _CountedReact(spoil_first=True)
+    _, problem = await _instant_run(spoiled, 2)
+    assert problem == "warm-up turn: the turn ended without an answer"
