@@ -36,6 +36,7 @@ from storage.repositories import (
     TurnRepository,
     TurnScope,
     TurnTodoRepository,
+    advance_alone,
 )
 
 FORK_MARK = "/fork-"
@@ -153,6 +154,13 @@ async def continue_turn(
     ``read_rows`` also reads the claimed turn's rows, in the same transaction; ``known_rows``
     are the rows as of ``step`` (``agent.rows_handoff``), taken instead unless the claim forks."""
     try:
+        # Nothing to read with it: the plain claim is one conditional UPDATE, a transaction of
+        # its own. Anything else (a fork, a turn to adopt) is settled below.
+        nothing_to_read = known_rows is not None or not read_rows
+        if nothing_to_read and await advance_alone(
+            database, scope, from_step=step, task_id=task_id
+        ):
+            return TurnClaim(scope, step + 1, rows=known_rows)
         async with database.session() as session:
             claim = await _claim_step(session, scope, step, task_id, message_id, todos)
             if known_rows is not None and claim.forked_from is None:

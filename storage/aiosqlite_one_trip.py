@@ -136,6 +136,17 @@ class OneTripConnection(aiosqlite.Connection):
         # no sqlite3 cursor until it executes.
         return BufferedCursor(self)
 
+    async def commit(self) -> None:
+        """Commit the open transaction; with none open (a statement run on its own, which
+        SQLite commits itself) there is nothing to send, and no trip is made."""
+        if self._connection is not None and self._connection.in_transaction:
+            await super().commit()
+
+    async def rollback(self) -> None:
+        """Roll back the open transaction; with none open, no trip is made."""
+        if self._connection is not None and self._connection.in_transaction:
+            await super().rollback()
+
 
 def one_trip_connect(database: str, **kwargs: Any) -> OneTripConnection:
     """``aiosqlite.connect`` returning a ``OneTripConnection``."""

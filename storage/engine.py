@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, create_engine, event, inspect
+from sqlalchemy import Connection, Executable, create_engine, event, inspect
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -52,6 +52,9 @@ SQLITE_BUSY_TIMEOUT_MS = 2_000
 LOCK_WAIT_SECONDS = 60.0
 """How long a transaction keeps trying to begin on a busy SQLite database before it fails."""
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
+SINGLE_STATEMENT = "NONE"
+"""The begin mode of ``Database.write_one``: no BEGIN, so SQLite runs the statement as a
+transaction of its own (and commits it) in one trip."""
 
 
 class SchemaMismatchError(RuntimeError):
@@ -105,7 +108,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
-        connection.exec_driver_sql(f"BEGIN {mode}")
+        if mode != SINGLE_STATEMENT:
+            connection.exec_driver_sql(f"BEGIN {mode}")
 
     @event.listens_for(engine.sync_engine, "reset")
     def _on_reset(
@@ -313,6 +317,34 @@ class Database:
             raise
         finally:
             await session.close()
+
+    async def write_one(self, statement: Executable, parameters: dict[str, Any]) -> int:
+        """Run one write statement as a transaction of its own; returns how many rows it
+        changed. For a conditional UPDATE that is the whole transaction (the step claim of
+        every graph step), so on SQLite it is sent without BEGIN and COMMIT: SQLite takes the
+        write lock, runs and commits it in one trip to aiosqlite's thread instead of three. A
+        busy database is retried with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session``
+        does."""
+        current = await self._ready()
+        if not self.is_sqlite:
+            async with current.engine.begin() as connection:
+                return int((await connection.execute(statement, parameters)).rowcount or 0)
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        attempt = 0
+        while True:
+            try:
+                async with current.engine.connect() as connection:
+                    alone = await connection.execution_options(
+                        **{BEGIN_MODE_OPTION: SINGLE_STATEMENT}
+                    )
+                    result = await alone.execute(statement, parameters)
+                    await alone.commit()  # nothing is open: SQLite committed the statement
+                    return int(result.rowcount or 0)
+            except OperationalError as error:
+                if not _is_busy(error) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
 
     async def dispose(self) -> None:
         """Close the pooled connections of the running loop's engine."""

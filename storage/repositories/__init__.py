@@ -1,11 +1,12 @@
-"""One repository a table. Each takes an ``AsyncSession``, flushes, and never commits."""
+"""One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the one
+exception is ``advance_alone``, a step claim that is a transaction of its own."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
-from storage.repositories.turns import ConversationRepository, TurnRepository
+from storage.repositories.turns import ConversationRepository, TurnRepository, advance_alone
 
 __all__ = [
     "AskedQuestionRepository",
@@ -19,4 +20,5 @@ __all__ = [
     "TurnRepository",
     "TurnScope",
     "TurnTodoRepository",
+    "advance_alone",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy import BindParameter, Update, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.engine import Database
 from storage.models import Conversation, Turn, utc_now_iso
 from storage.repositories.turn_todos import TurnScope
 
@@ -33,6 +34,25 @@ def _advance_statement() -> Update:
 
 
 _ADVANCE = _advance_statement()
+
+
+def _advance_parameters(scope: TurnScope, from_step: int, task_id: str) -> dict[str, object]:
+    return {
+        "conversation": scope.conversation_id,
+        "turn": scope.turn_id,
+        "from_step": from_step,
+        "to_step": from_step + 1,
+        "task": task_id,
+        "at": utc_now_iso(),
+    }
+
+
+async def advance_alone(
+    database: Database, scope: TurnScope, *, from_step: int, task_id: str
+) -> bool:
+    """``TurnRepository.advance`` as a transaction of its own (``Database.write_one``): the
+    whole of a plain step claim whose rows are already known."""
+    return bool(await database.write_one(_ADVANCE, _advance_parameters(scope, from_step, task_id)))
 
 
 class ConversationRepository:
@@ -99,17 +119,7 @@ class TurnRepository:
         # A Core statement on the session's connection: no loaded ``Turn`` needs syncing, and
         # this runs twice per plan item, where the ORM's bulk-update path costs a third more.
         connection = await self._session.connection()
-        result = await connection.execute(
-            _ADVANCE,
-            {
-                "conversation": scope.conversation_id,
-                "turn": scope.turn_id,
-                "from_step": from_step,
-                "to_step": from_step + 1,
-                "task": task_id,
-                "at": utc_now_iso(),
-            },
-        )
+        result = await connection.execute(_ADVANCE, _advance_parameters(scope, from_step, task_id))
         return bool(result.rowcount)
 
     async def step_of(self, scope: TurnScope) -> int | None:

@@ -8,7 +8,9 @@ three or four, which is what makes a plan item cheap.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -125,3 +127,35 @@ async def test_a_failed_statement_raises_and_its_transaction_leaves_nothing(
         count = (await session.execute(text("SELECT count(*) FROM turns"))).scalar_one()
         await session.execute(insert(Turn).values(turnId="a", **ROW))
     assert count == 0
+
+
+async def test_a_statement_written_alone_is_one_trip_committed_with_its_count(
+    database: Database, trips: list[str]
+) -> None:
+    """``Database.write_one`` (the step claim of every graph step): no BEGIN, no COMMIT, and
+    the change is there for every other connection at once."""
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="a", **ROW))
+    trips.clear()
+
+    moved = await database.write_one(update(Turn).where(Turn.step == 1).values(step=2), {})
+    unmoved = await database.write_one(update(Turn).where(Turn.step == 1).values(step=3), {})
+
+    assert (moved, unmoved) == (1, 0)
+    assert trips == ["_run_statement"] * 2
+    async with database.session(readonly=True) as session:
+        assert (await session.execute(select(Turn.step))).scalars().all() == [2]
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as other:
+        assert other.execute("SELECT step FROM turns").fetchall() == [(2,)]
+
+
+async def test_a_statement_written_alone_that_fails_changes_nothing(database: Database) -> None:
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="a", **ROW))
+    with pytest.raises(IntegrityError):
+        await database.write_one(insert(Turn).values(turnId="a", **ROW), {})
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="b", **ROW))
+        found = (await session.execute(select(Turn.turnId).order_by(Turn.turnId))).scalars()
+        assert found.all() == ["a", "b"]

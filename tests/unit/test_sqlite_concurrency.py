@@ -97,12 +97,16 @@ async def test_sixteen_turns_on_a_fresh_database_each_with_its_own_graph_all_fin
         ).fetchall() == [("completed", 48)]
 
 
+@pytest.mark.parametrize("alone", [False, True], ids=["in a transaction", "alone"])
 async def test_a_writer_waits_past_the_busy_timeout_instead_of_failing(
-    tmp_path: Path,
+    tmp_path: Path, alone: bool
 ) -> None:
+    """Whether it writes in a transaction or as one statement alone (``Database.write_one``,
+    the step claims)."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'busy.db'}"
     first, second = Database(url), Database(url)
     holding = asyncio.Event()
+    insert_second = text("INSERT INTO conversations VALUES ('c2', 'u', 'now')")
 
     async def hold_the_lock() -> None:
         async with first.session() as session:
@@ -113,11 +117,15 @@ async def test_a_writer_waits_past_the_busy_timeout_instead_of_failing(
 
     async def write_after() -> None:
         await holding.wait()
+        if alone:
+            assert await second.write_one(insert_second, {}) == 1
+            return
         async with second.session() as session:
-            await session.execute(text("INSERT INTO conversations VALUES ('c2', 'u', 'now')"))
+            await session.execute(insert_second)
 
     try:
         await first.create_schema()
+        await second.create_schema()  # its engine is open: what waits is the write itself
         await asyncio.gather(hold_the_lock(), write_after())
     finally:
         await first.dispose()
