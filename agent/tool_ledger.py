@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import database_failure
 from storage import Database
-from storage.repositories import ToolCallKey, ToolResultRepository
+from storage.repositories import ToolCallKey, ToolResultRepository, record_alone
 
 
 class CallAlreadyRecorded(Exception):
@@ -118,13 +118,11 @@ class RecordBatch:
 
 
 async def _record_batch(database: Database, batch: list[PendingRecord]) -> None:
-    """Write a batch of records in one transaction and resolve their futures; a record already
-    there (another run of one of the calls) sends each back alone, as ``record_after_call``."""
+    """Write a batch of records in one statement (each record a transaction of its own) and
+    resolve their futures; a record already there (another run of one of the calls) sends each
+    back alone, as ``record_after_call``."""
     try:
-        async with database.session() as session:
-            await ToolResultRepository(session).record_many(
-                [(key, content, None) for key, content, _ in batch]
-            )
+        await record_alone(database, [(key, content, None) for key, content, _ in batch])
     except IntegrityError:
         for key, content, _ in batch:
             await record_after_call(database, key, content)

@@ -24,7 +24,7 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +53,7 @@ LOCK_WAIT_SECONDS = 60.0
 """How long a transaction keeps trying to begin on a busy SQLite database before it fails."""
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
 SINGLE_STATEMENT = "NONE"
-"""The begin mode of ``Database.write_one``: no BEGIN, so SQLite runs the statement as a
+"""The begin mode of ``Database.write_alone``: no BEGIN, so SQLite runs the statement as a
 transaction of its own (and commits it) in one trip."""
 
 
@@ -318,13 +318,16 @@ class Database:
         finally:
             await session.close()
 
-    async def write_one(self, statement: Executable, parameters: dict[str, Any]) -> int:
+    async def write_alone(
+        self, statement: Executable, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+    ) -> int:
         """Run one write statement as a transaction of its own; returns how many rows it
         changed. For a conditional UPDATE that is the whole transaction (the step claim of
         every graph step), so on SQLite it is sent without BEGIN and COMMIT: SQLite takes the
         write lock, runs and commits it in one trip to aiosqlite's thread instead of three. A
-        busy database is retried with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session``
-        does."""
+        list of parameter sets runs it once per set, each a transaction of its own on SQLite
+        (one for all elsewhere): for writes that need not land together. A busy database is
+        retried with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
         current = await self._ready()
         if not self.is_sqlite:
             async with current.engine.begin() as connection:

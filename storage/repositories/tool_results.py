@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.engine import Database
 from storage.models import ToolResult, utc_now_iso
 
 
@@ -23,6 +24,32 @@ class ToolCallKey:
 
 _INSERT_RESULT = insert(ToolResult)
 
+RecordedCall = tuple[ToolCallKey, str, str | None]
+"""A call's key, its result's content and its extra state update (JSON), as recorded."""
+
+
+def _result_rows(results: Sequence[RecordedCall]) -> list[dict[str, str | None]]:
+    now = utc_now_iso()
+    return [
+        {
+            "conversationId": key.conversation_id,
+            "toolCallId": key.tool_call_id,
+            "turnId": key.turn_id,
+            "toolName": key.tool_name,
+            "content": content,
+            "stateUpdate": state_update,
+            "createdAt": now,
+        }
+        for key, content, state_update in results
+    ]
+
+
+async def record_alone(database: Database, results: Sequence[RecordedCall]) -> None:
+    """Record calls whose effect is not in the database (a caller's or an MCP tool's), each
+    record a transaction of its own (``Database.write_alone``): nothing else has to commit with
+    it. A call recorded already fails on the primary key; the records before it stay."""
+    await database.write_alone(_INSERT_RESULT, _result_rows(results))
+
 
 class ToolResultRepository:
     """Record results and look them up by tool call id, within one conversation."""
@@ -33,28 +60,10 @@ class ToolResultRepository:
     async def record(self, key: ToolCallKey, content: str, state_update: str | None) -> None:
         """Insert the call's result; a second record of the same call fails on the primary key,
         which rolls back the second run's change with it."""
-        await self.record_many([(key, content, state_update)])
-
-    async def record_many(self, results: Sequence[tuple[ToolCallKey, str, str | None]]) -> None:
-        """Insert several calls' results (key, content, state update) in one statement; any of
-        them recorded already fails it on the primary key."""
-        now = utc_now_iso()
-        rows = [
-            {
-                "conversationId": key.conversation_id,
-                "toolCallId": key.tool_call_id,
-                "turnId": key.turn_id,
-                "toolName": key.tool_name,
-                "content": content,
-                "stateUpdate": state_update,
-                "createdAt": now,
-            }
-            for key, content, state_update in results
-        ]
-        # A Core INSERT on the session's connection: nothing reads these rows back as objects,
-        # and the ORM's unit of work costs more than the statement (two records per plan item).
+        # A Core INSERT on the session's connection: nothing reads the row back as an object,
+        # and the ORM's unit of work costs more than the statement.
         connection = await self._session.connection()
-        await connection.execute(_INSERT_RESULT, rows)
+        await connection.execute(_INSERT_RESULT, _result_rows([(key, content, state_update)]))
 
     async def find(self, conversation_id: str, tool_call_ids: Iterable[str]) -> list[ToolResult]:
         ids = [call_id for call_id in tool_call_ids if call_id]

@@ -50,9 +50,11 @@ def _advance_parameters(scope: TurnScope, from_step: int, task_id: str) -> dict[
 async def advance_alone(
     database: Database, scope: TurnScope, *, from_step: int, task_id: str
 ) -> bool:
-    """``TurnRepository.advance`` as a transaction of its own (``Database.write_one``): the
+    """``TurnRepository.advance`` as a transaction of its own (``Database.write_alone``): the
     whole of a plain step claim whose rows are already known."""
-    return bool(await database.write_one(_ADVANCE, _advance_parameters(scope, from_step, task_id)))
+    return bool(
+        await database.write_alone(_ADVANCE, _advance_parameters(scope, from_step, task_id))
+    )
 
 
 class ConversationRepository:

@@ -132,14 +132,14 @@ async def test_a_failed_statement_raises_and_its_transaction_leaves_nothing(
 async def test_a_statement_written_alone_is_one_trip_committed_with_its_count(
     database: Database, trips: list[str]
 ) -> None:
-    """``Database.write_one`` (the step claim of every graph step): no BEGIN, no COMMIT, and
+    """``Database.write_alone`` (the step claim of every graph step): no BEGIN, no COMMIT, and
     the change is there for every other connection at once."""
     async with database.session() as session:
         await session.execute(insert(Turn).values(turnId="a", **ROW))
     trips.clear()
 
-    moved = await database.write_one(update(Turn).where(Turn.step == 1).values(step=2), {})
-    unmoved = await database.write_one(update(Turn).where(Turn.step == 1).values(step=3), {})
+    moved = await database.write_alone(update(Turn).where(Turn.step == 1).values(step=2), {})
+    unmoved = await database.write_alone(update(Turn).where(Turn.step == 1).values(step=3), {})
 
     assert (moved, unmoved) == (1, 0)
     assert trips == ["_run_statement"] * 2
@@ -154,7 +154,7 @@ async def test_a_statement_written_alone_that_fails_changes_nothing(database: Da
     async with database.session() as session:
         await session.execute(insert(Turn).values(turnId="a", **ROW))
     with pytest.raises(IntegrityError):
-        await database.write_one(insert(Turn).values(turnId="a", **ROW), {})
+        await database.write_alone(insert(Turn).values(turnId="a", **ROW), {})
     async with database.session() as session:
         await session.execute(insert(Turn).values(turnId="b", **ROW))
         found = (await session.execute(select(Turn.turnId).order_by(Turn.turnId))).scalars()

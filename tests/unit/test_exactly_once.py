@@ -175,8 +175,8 @@ async def test_a_call_id_repeated_within_one_message_acts_once(database: Databas
 
 
 async def test_free_calls_finishing_together_are_each_recorded(database: Database) -> None:
-    """The free calls of one message record their results in shared transactions; every one
-    of them is still recorded, so a tools step run again replays each instead of acting."""
+    """The free calls of one message record their results in shared statements; every one of
+    them is still recorded, so a tools step run again replays each instead of acting."""
     ran: list[str] = []
 
     @tool
@@ -200,12 +200,12 @@ async def test_free_calls_finishing_together_are_each_recorded(database: Databas
 async def test_a_batch_of_records_with_one_already_recorded_keeps_the_others(
     database: Database,
 ) -> None:
-    """A record another run of the same call wrote first fails the shared transaction on the
+    """A record another run of the same call wrote first fails the shared statement on the
     primary key; the other records of the batch are written all the same."""
     keys = [ToolCallKey("c", "t", f"m/call_{name}", "note") for name in "abc"]
     await record_after_call(database, keys[1], "from the other run")
     batch = RecordBatch(database)
-    # The first record is written alone; the two that wait behind it share a transaction.
+    # The first record is written alone; the two that wait behind it share a statement.
     await asyncio.gather(*(batch.record(key, f"this run {key.tool_call_id}") for key in keys))
     recorded = await recorded_results(database, "c", [key.tool_call_id for key in keys])
     assert [recorded[key.tool_call_id].content for key in keys] == [

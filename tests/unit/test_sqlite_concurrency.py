@@ -101,7 +101,7 @@ async def test_sixteen_turns_on_a_fresh_database_each_with_its_own_graph_all_fin
 async def test_a_writer_waits_past_the_busy_timeout_instead_of_failing(
     tmp_path: Path, alone: bool
 ) -> None:
-    """Whether it writes in a transaction or as one statement alone (``Database.write_one``,
+    """Whether it writes in a transaction or as one statement alone (``Database.write_alone``,
     the step claims)."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'busy.db'}"
     first, second = Database(url), Database(url)
@@ -118,7 +118,7 @@ async def test_a_writer_waits_past_the_busy_timeout_instead_of_failing(
     async def write_after() -> None:
         await holding.wait()
         if alone:
-            assert await second.write_one(insert_second, {}) == 1
+            assert await second.write_alone(insert_second, {}) == 1
             return
         async with second.session() as session:
             await session.execute(insert_second)
