@@ -208,13 +208,18 @@ class Database:
 
     def __init__(self, url: str | None = None, *, echo: bool = False) -> None:
         self.url = url or default_database_url()
+        self._is_sqlite: bool | None = None
         self._echo = echo
         self._loops: dict[asyncio.AbstractEventLoop, _LoopEngine] = {}
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
     @property
     def is_sqlite(self) -> bool:
-        return make_url(self.url).get_backend_name() == "sqlite"
+        """Whether the URL names SQLite (parsed on first use, then kept: every transaction
+        asks, and a URL that does not parse fails where it is used, not where it is named)."""
+        if self._is_sqlite is None:
+            self._is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
+        return self._is_sqlite
 
     @property
     def engine(self) -> AsyncEngine:
