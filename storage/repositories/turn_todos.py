@@ -184,7 +184,7 @@ class TurnTodoRepository:
         cannot both succeed. A row completed without ever starting gets ``startedAt`` too.
         ``refresh=False`` leaves a loaded row as it was (the caller brings it in line)."""
         statement = _COMPLETE_IF_OPEN if status == "completed" else _CLOSE_IF_OPEN
-        result = await self._session.execute(
+        result = await self._execute_core(
             statement,
             {"todo_id": todo_id, "new_status": status, "new_outcome": outcome, "at": completed_at},
         )
@@ -196,7 +196,7 @@ class TurnTodoRepository:
         """Start the pending rows at ``priority`` (one stage) only if no row of an earlier stage
         is open and no row of another stage is in progress, in one statement, so the rule holds
         even with concurrent writers. Returns how many rows it started."""
-        result = await self._session.execute(
+        result = await self._execute_core(
             _START_STAGE_IF_IDLE,
             {
                 "conversation": scope.conversation_id,
@@ -221,6 +221,13 @@ class TurnTodoRepository:
         )
         result = await self._session.execute(statement)
         return int(getattr(result, "rowcount", 0) or 0)
+
+    async def _execute_core(self, statement: Update, parameters: dict[str, Any]) -> Any:
+        """A conditional UPDATE on the session's connection, as Core: it changes rows no
+        loaded object is synced from (the caller reloads or marks them), and the ORM's bulk
+        path costs more than the statement (two run per plan item)."""
+        connection = await self._session.connection()
+        return await connection.execute(statement, parameters)
 
     async def reload(self, todo_id: str) -> TurnTodo | None:
         """One row as the database has it now, bringing a row loaded in this session in line
