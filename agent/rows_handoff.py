@@ -3,6 +3,7 @@
 A turn's rows change only in its tools steps (and in ``drain``'s plan approval, before its
 claim), and its steps are ordered by their claims (``agent.turn_lineage``). So within one run:
 
+- ``plan`` claims step 1 of a turn that starts now, which has no rows yet, and hands that over;
 - ``drain`` claims step s+1 of the turn, reads the rows in that transaction and hands them over;
 - ``execute`` claims s+2. When that claim is a plain move from s+1 (not a fork), nothing can have
   changed the rows in between: only a tools step writes them, and one that starts from any

@@ -102,7 +102,8 @@ def fork_scope(scope: TurnScope) -> TurnScope:
 async def begin_turn(
     database: Database, scope: TurnScope, *, message_id: str, task_id: str, user_id: str
 ) -> TurnClaim:
-    """Claim step 1 of a turn for the ``plan`` node, for ``user_id``.
+    """Claim step 1 of a turn for the ``plan`` node, for ``user_id``; the claim's rows are
+    known (none) for a turn that starts now or a fork of a whole turn.
 
     A conversation belongs to the user who started it: another user naming it gets
     ``ConversationNotYours`` and nothing changes. A turn id seen for the first time starts the
@@ -119,7 +120,7 @@ async def begin_turn(
             known = await turns.find(scope)
             if known is None:
                 await turns.create(scope, message_id=message_id, step=1, task_id=task_id)
-                return TurnClaim(scope, 1)
+                return TurnClaim(scope, 1, rows=[])  # a turn that starts now has no rows yet
             if known.step == 1 and known.taskId == task_id:
                 return TurnClaim(scope, 1)
             if message_id and known.messageId != message_id:
@@ -128,7 +129,7 @@ async def begin_turn(
             await turns.create(
                 fork, message_id=message_id, step=1, task_id=task_id, forked_from=scope.turn_id
             )
-            return TurnClaim(fork, 1, forked_from=scope.turn_id)
+            return TurnClaim(fork, 1, forked_from=scope.turn_id, rows=[])
     except IntegrityError:
         # Two first runs of one turn id raced; the loser re-reads what the winner wrote.
         return await begin_turn(

@@ -27,6 +27,7 @@ from agent.plan_approval import (
     decided_by_message,
     decision_from_message,
 )
+from agent.rows_handoff import hand_over
 from agent.state import SupervisorState
 from agent.turn_identity import (
     conversation_id_of,
@@ -106,11 +107,15 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None, turn_start)
         turn_start.update(claim.update())
+        if claim.rows is not None:
+            # For this step's tools, or drain if the model answers (agent.rows_handoff).
+            hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows)
         view = TurnView(
             scope=claim.scope,
             llm_calls=0,
             turn_request=request,
             turn_message_id=human.id,
+            rows=claim.rows,
             claimed_step=claim.step,
         )
         required = "create_todo" if context.planning == "always" else None
