@@ -118,7 +118,7 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
         turn = system.prepare(model, log.tool(), Path(workdir), n)
         try:
             await turn.warm()
-            result = await turn.run(request_for(titles))
+            result = await (await turn.run(request_for(titles))).settled()
         finally:
             await turn.close()
     return HttpRun(
@@ -143,7 +143,7 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
         turn = system.prepare(model, log.tool(), Path(workdir), n)
         try:
             await turn.warm()
-            result = await turn.run(request_for(titles))
+            result = await (await turn.run(request_for(titles))).settled()
             warm_up_problem = _problem(result, log, titles, unbound, _off_path(oracle))
             oracle = system.oracle(titles)
             model.oracle = _checked(oracle, unbound)
@@ -152,6 +152,7 @@ async def _instant_run(system: System, n: int) -> tuple[float, str]:
             started = time.perf_counter()
             result = await turn.run(request_for(titles))
             wall = time.perf_counter() - started
+            result = await result.settled()
         finally:
             await turn.close()
     problem = _problem(result, log, titles, unbound, _off_path(oracle))

@@ -9,7 +9,7 @@ part: the overhead figure is the turn itself.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -31,6 +31,16 @@ class TurnResult:
     rows_total: int | None = None
     """Plan rows stored for the turn (turnplan systems only)."""
     rows_completed: int | None = None
+    count_rows: Callable[[], Awaitable[tuple[int, int]]] | None = None
+    """How to read (total, completed) rows after the turn, outside its timed part (turnplan
+    systems); ``settled`` fills the two fields above from it."""
+
+    async def settled(self) -> TurnResult:
+        """This result with its rows counted (a check of the benchmark, not part of the turn)."""
+        if self.count_rows is None:
+            return self
+        total, completed = await self.count_rows()
+        return replace(self, rows_total=total, rows_completed=completed, count_rows=None)
 
 
 @dataclass

@@ -47,8 +47,12 @@ def prepare_turnplan(model: BaseChatModel, tool: BaseTool, workdir: Path, n: int
         if not state.get("turnId"):
             return TurnResult(answer=answer, rows_total=0, rows_completed=0)
         scope = TurnScope(state["conversationId"], state["turnId"])
-        _, counts = await TurnPlan(database, scope).rows()
-        return TurnResult(answer=answer, rows_total=counts.total, rows_completed=counts.completed)
+
+        async def count_rows() -> tuple[int, int]:
+            _, counts = await TurnPlan(database, scope).rows()
+            return counts.total, counts.completed
+
+        return TurnResult(answer=answer, count_rows=count_rows)
 
     return PreparedTurn(run=run, warm=database.create_schema, close=database.dispose)
 

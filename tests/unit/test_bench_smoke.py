@@ -70,3 +70,28 @@ async def test_overhead_is_timed_on_the_second_turn_of_an_agent_and_both_must_be
     spoiled = _CountedReact(spoil_first=True)
     _, problem = await _instant_run(spoiled, 2)
     assert problem == "warm-up turn: the turn ended without an answer"
+
+
+class _OneRowShort(TurnplanSystem):
+    """turnplan, whose rows are counted one completed row short after each turn."""
+
+    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+        turn = super().prepare(model, tool, workdir, n)
+
+        async def run(request: str) -> TurnResult:
+            result = await turn.run(request)
+            counted = result.count_rows
+            assert counted is not None
+
+            async def one_short() -> tuple[int, int]:
+                total, completed = await counted()
+                return total, completed - 1
+
+            return replace(result, count_rows=one_short)
+
+        return replace(turn, run=run)
+
+
+async def test_plan_rows_are_checked_after_the_timed_turn_and_a_short_count_fails_it() -> None:
+    _, problem = await _instant_run(_OneRowShort(), 2)
+    assert problem == "1 of 2 plan rows completed"
