@@ -224,9 +224,13 @@ class TurnPlan:
         items: Sequence[TodoItemInput],
         limits: PlanLimits,
         receipt: Receipt | None = None,
+        *,
+        known_rows: list[TurnTodo] | None = None,
     ) -> PlanChange:
-        """Create the items as pending rows and start the first one if none is in progress."""
-        return await self._add(items, limits, receipt, replace_open=False)
+        """Create the items as pending rows and start the first one if none is in progress.
+        ``known_rows``: the turn's rows as they are now, handed over by the step before in
+        this run (``agent.rows_handoff``), used instead of reading them."""
+        return await self._add(items, limits, receipt, replace_open=False, known_rows=known_rows)
 
     async def replace_open_items(
         self, items: Sequence[TodoItemInput], limits: PlanLimits
@@ -258,6 +262,7 @@ class TurnPlan:
         receipt: Receipt | None,
         *,
         replace_open: bool,
+        known_rows: list[TurnTodo] | None = None,
     ) -> PlanChange:
         cleaned = validate_items(items, limits)
         try:
@@ -265,7 +270,10 @@ class TurnPlan:
                 repository = TurnTodoRepository(session)
                 if replace_open:
                     await repository.delete_open(self.scope)
-                highest = await repository.max_priority(self.scope)
+                if known_rows is None:
+                    highest = await repository.max_priority(self.scope)
+                else:
+                    highest = max((row.priority for row in known_rows), default=None)
                 next_priority = 0 if highest is None else highest + 1
                 explicit = [item.order - 1 for item in cleaned if item.order is not None]
                 next_priority = max([next_priority, *(p + 1 for p in explicit)])
@@ -286,7 +294,8 @@ class TurnPlan:
                         )
                     )
                 planned = await repository.create_batch(self.scope, new_rows)
-                change = await self._start_next(repository)
+                rows = None if known_rows is None else in_plan_order([*known_rows, *planned])
+                change = await self._start_next(repository, rows)
                 change.planned = planned
                 if receipt is not None:
                     await record_result(session, receipt.key, receipt.render(change))
@@ -435,6 +444,12 @@ class TurnPlan:
         return PlanChange(
             started=started, in_progress=in_progress, counts=count_rows(rows), rows=rows
         )
+
+
+def in_plan_order(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
+    """``rows`` in the order ``TurnTodoRepository.find_by_turn`` reads them: by priority, then
+    creation time, then id."""
+    return sorted(rows, key=lambda row: (row.priority, row.createdAt, row.id))
 
 
 def _row_with_id(rows: Sequence[TurnTodo] | None, todo_id: str) -> TurnTodo | None:

@@ -128,10 +128,10 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         items sharing an `order` form a stage, started together. The first is started for you
         (`current`). One invalid item fails the whole batch."""
         scope = turn_scope(runtime)
-        _take_rows(runtime, scope)  # a call that fails after writing leaves none stale
+        known = _take_rows(runtime, scope)
         plan = TurnPlan(database, scope)
         receipt = Receipt(call_key(runtime, "create_todo"), _created)
-        change = await plan.add_items(items, _limits(runtime), receipt)
+        change = await plan.add_items(items, _limits(runtime), receipt, known_rows=known)
         _hand_rows(runtime, scope, change)
         emit_todo_events(runtime.stream_writer, "planned", change.planned)
         emit_todo_events(runtime.stream_writer, "started", change.started)

@@ -82,3 +82,36 @@ async def test_a_row_the_handed_over_rows_lack_is_still_found(database: Database
         "one": "in_progress",
         "added later": "completed",
     }
+
+
+async def test_items_added_with_the_rows_handed_over_read_none_and_keep_plan_order(
+    database: Database,
+) -> None:
+    plan = await _plan(database, "one", "two")
+    handed, _ = await plan.rows()
+    statements: list[str] = []
+
+    def note(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        change = await plan.add_items(
+            [TodoItemInput(title="beside one", order=1), TodoItemInput(title="last")],
+            PlanLimits(),
+            known_rows=handed,
+        )
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+
+    assert not [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+    rows, counts = await plan.rows()
+    assert [(row.title, row.priority, row.status) for row in rows] == [
+        ("one", 0, "in_progress"),
+        ("beside one", 0, "in_progress"),
+        ("two", 1, "pending"),
+        ("last", 2, "pending"),
+    ]
+    assert [row.id for row in change.rows] == [row.id for row in rows]
+    assert [row.title for row in change.started] == ["beside one"]
+    assert change.counts.summary() == counts.summary()
