@@ -4,14 +4,24 @@ twice nor hide a row that exists."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from agent.context import Context
 from agent.errors import ToolFailure
+from agent.graph import build_graph
+from agent.state import InputState
 from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from bench.scenario import ActionLog, action, request_for, titles_for
+from bench.wire import InstantChatModel
 from storage import Database
 from storage.repositories import TurnScope
+from tests.http_oracle import HttpPlanOracle
 
 SCOPE = TurnScope("conversation", "turn")
 
@@ -115,3 +125,49 @@ async def test_items_added_with_the_rows_handed_over_read_none_and_keep_plan_ord
     assert [row.id for row in change.rows] == [row.id for row in rows]
     assert [row.title for row in change.started] == ["beside one"]
     assert change.counts.summary() == counts.summary()
+
+
+async def _selects_in_a_turn(tmp_path: Path, n: int, checkpointer: InMemorySaver | None) -> int:
+    """SELECT statements of one sequential n-item turn (the benchmark's oracle drives it)."""
+    titles = titles_for(n)
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / f'turn-{n}.db'}")
+    await database.create_schema()
+    model = InstantChatModel(oracle=HttpPlanOracle(titles, action))
+    graph = build_graph(
+        model,
+        tools=[ActionLog().tool()],
+        database=database,
+        include_default_tools=False,
+        checkpointer=checkpointer,
+    )
+    selects: list[str] = []
+
+    def note(*args: object) -> None:
+        if str(args[2]).lstrip().upper().startswith("SELECT"):
+            selects.append(str(args[2]))
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        state = await graph.ainvoke(
+            InputState(messages=[HumanMessage(content=request_for(titles))]),
+            config={"configurable": {"thread_id": f"thread-{n}"}, "recursion_limit": 1_000},
+            context=Context(max_iterations=1_000),
+        )
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+        await database.dispose()
+    assert state["turnStatus"] == "answered"
+    assert [todo["status"] for todo in state["todos"]] == ["completed"] * n
+    return len(selects)
+
+
+@pytest.mark.parametrize("checkpointed", [False, True], ids=["no checkpointer", "checkpointer"])
+async def test_a_turn_reads_its_rows_once_whatever_its_length(
+    tmp_path: Path, checkpointed: bool
+) -> None:
+    """With a checkpointer too (as ``langgraph dev`` runs the graph), each step of a turn takes
+    the rows from the step before it: a longer plan makes no further reads."""
+    saver = InMemorySaver() if checkpointed else None
+    assert await _selects_in_a_turn(tmp_path, 3, saver) == await _selects_in_a_turn(
+        tmp_path, 9, saver
+    )
