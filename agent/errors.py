@@ -40,9 +40,9 @@ OPERATOR_FAULTS = frozenset({ErrorCode.DATABASE_ERROR, ErrorCode.WORKER_ERROR, E
 def error_code_of(content: object) -> ErrorCode | None:
     """The code of an error envelope (a tool message's content), or None for anything else.
 
-    ``drain`` asks this of every tool result of the turn after every step, and nearly all of
-    them are JSON, so JSON that cannot hold an ``error`` key is told apart without parsing it:
-    the key is spelled out, or escaped (``\\u``), in any object that has it."""
+    ``drain`` asks this of every tool result of the turn when it judges an answer, and nearly
+    all of them are JSON, so JSON that cannot hold an ``error`` key is told apart without
+    parsing it: the key is spelled out, or escaped (``\\u``), in any object that has it."""
     if not isinstance(content, str) or not content.startswith("{"):
         return None
     if '"error"' not in content and "\\u" not in content:

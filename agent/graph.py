@@ -1,7 +1,7 @@
 """Wiring of the ``supervisor`` graph: nodes, edges, compile. Logic lives in the node modules.
 
     START -> plan -> (tools | drain | END)
-    tools -> drain
+    tools -> (execute | drain)
     drain -> (execute | END)
     execute -> (tools | drain | END)
 
@@ -35,7 +35,7 @@ from agent.nodes.drain import make_drain_node
 from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
 from agent.nodes.tools import build_supervisor_tools_node
-from agent.routing import after_drain, after_model_step
+from agent.routing import after_drain, after_model_step, after_tools
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tool_catalog import ToolCatalog, Toolset
 from agent.tools.ask_user import build_ask_user_tool
@@ -129,7 +129,7 @@ def build_graph(
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
-    builder.add_edge("tools", "drain")
+    builder.add_conditional_edges("tools", after_tools, ["execute", "drain"])
     builder.add_conditional_edges("drain", after_drain, ["execute", END])
     return builder.compile(checkpointer=checkpointer, name="supervisor")
 

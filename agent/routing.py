@@ -17,6 +17,7 @@ from agent.state import SupervisorState
 
 ModelStepTarget = Literal["tools", "drain", "__end__"]
 DrainTarget = Literal["execute", "__end__"]
+ToolsTarget = Literal["execute", "drain"]
 
 
 def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[str]:
@@ -45,3 +46,9 @@ def after_model_step(state: SupervisorState) -> ModelStepTarget:
 def after_drain(state: SupervisorState) -> DrainTarget:
     """After ``drain``: another model step while the turn runs, else the end."""
     return "execute" if state.turnStatus == "running" else "__end__"
+
+
+def after_tools(state: SupervisorState) -> ToolsTarget:
+    """After ``tools``: straight on to the next model step, which counts the round against the
+    budget itself; ``drain`` first while a plan awaits the user's approval (it asks)."""
+    return "drain" if state.approvePlan and not state.planApproved else "execute"

@@ -4,21 +4,21 @@ A turn's rows change only in its tools steps (and in ``drain``'s plan approval, 
 claim), and its steps are ordered by their claims (``agent.turn_lineage``). So within one run:
 
 - ``plan`` claims step 1 of a turn that starts now, which has no rows yet, and hands that over;
-- ``drain`` claims step s+1 of the turn, reads the rows in that transaction and hands them over;
-- ``execute`` claims s+2. When that claim is a plain move from s+1 (not a fork), nothing can have
-  changed the rows in between: only a tools step writes them, and one that starts from any
-  checkpoint before s+1 is refused by the call gate (``agent.call_gate``) while the turn is at
-  s+1, and one at s+1 or later would need an ``execute`` at s+1 to have run, which is this one.
-  It takes the rows instead of reading, and hands them on to its tools step;
-- each todo tool of that step (they run one after another, ``agent.ordered_tools``) takes the
-  rows, writes with conditional statements, and hands over the rows its transaction left; a
-  tool that fails hands nothing over, and the next one reads;
-- the next ``drain`` takes the last of them with its claim of s+3.
+- each todo tool of the tools step that follows a model step at s (they run one after another,
+  ``agent.ordered_tools``) takes the rows, writes with conditional statements, and hands over
+  the rows its transaction left; a tool that fails hands nothing over, and the next one reads.
+  The message's last plan change hands them over under the plan snapshot it leaves in the state
+  (``agent.nodes.tools``);
+- ``execute`` (or ``drain``, after an answer) claims s+1. When that claim is a plain move from s
+  (not a fork), nothing but this run's tools step at s has changed the rows since: a tools step
+  from any checkpoint before s is refused by the call gate (``agent.call_gate``) while the turn
+  is at s or later. It takes the rows instead of reading, and hands them on to the next step.
 
 A fork claims and reads its own rows as before. A hand-over is keyed by the very ``todos`` list
-``drain`` put in the state, which LangGraph passes on to the following nodes of the run as it
-is (``execute`` and the tools leave it alone); a run resumed from a checkpoint (after a crash, a
-cancel, or in Studio) gets a list loaded from the checkpoint, finds nothing here, and reads.
+last put in the state (by ``plan``, ``drain``, ``execute`` or the last plan change of a tools
+step), which LangGraph passes on to the following nodes of the run as it is; a run resumed from
+a checkpoint (after a crash, a cancel, or in Studio) gets a list loaded from the checkpoint,
+finds nothing here, and reads.
 """
 
 from __future__ import annotations

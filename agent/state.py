@@ -52,8 +52,9 @@ class SupervisorState(InputState):
     own)."""
 
     todos: list[TodoSnapshot] = field(default_factory=list)
-    """The turn's plan rows as ``drain`` last read them: shown in Studio, returned to the
-    caller, and copied into a fork's own rows."""
+    """The turn's plan rows as the last step that changed or read them left them (a tools step's
+    last plan change, else ``execute`` or ``drain``): shown in Studio, returned to the caller,
+    and copied into a fork's own rows."""
 
     turnRequest: str = ""
     """Text of the human message that opened the turn, shown with every LLM call."""

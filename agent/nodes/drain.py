@@ -1,8 +1,7 @@
-"""``drain``: after every tool round and every answer, decide whether the turn may end.
+"""``drain``: where a turn may end. It runs after every answer, after the tool round that made
+a plan the user must approve, and when ``execute`` finds the budget spent; a tool round with
+budget left goes straight back to ``execute`` (``agent.routing.after_tools``).
 
-- Rows remain and the last round ran tools: extend the budget (seed 004: base more calls, never
-  past the cap) and go back to ``execute`` (the tools that close a row already started the
-  next one, in the same transaction).
 - The model answered while rows remain: remind it (a prompt file) and go back; after
   ``max_reminders`` such answers in a row, stop with an honest partial answer (a model that
   will not work on the plan only burns calls).
@@ -10,6 +9,9 @@
 - The budget is spent: end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
   row closed on the last allowed call, the same rows make a complete answer.
+- After a tool round (a plan that was approved, or a step ``update_state`` made as ``tools``):
+  extend the budget as ``execute`` would (seed 004: base more calls, never past the cap) and go
+  on to ``execute``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from agent.nodes import SupervisorNode
 from agent.plan_approval import ask_for_approval, awaiting_approval
 from agent.rows_handoff import hand_over, take_over
 from agent.state import SupervisorState
+from agent.turn_budget import budget_after_round
 from agent.turn_identity import REMINDER_NAME
 from agent.turn_lineage import claim_next_step
 from agent.turn_outcome import (
@@ -39,12 +42,6 @@ from agent.turn_plan import PlanCounts, TurnPlan, count_rows, plan_limits
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
-
-
-def extended_budget(budget: int, llm_calls: int, context: Context) -> int:
-    """Seed 004's dynamic budget: while rows remain, allow ``base`` more calls from here, never
-    more than the absolute cap."""
-    return min(context.max_iterations, max(budget, llm_calls + context.base_iterations))
 
 
 def reminder(rows: list[TurnTodo]) -> HumanMessage:
@@ -122,9 +119,9 @@ def _drain(
     """The decision itself, from the state and the rows just read."""
     last = state.messages[-1] if state.messages else None
     answered = isinstance(last, AIMessage) and not last.tool_calls
-    budget = state.iterationBudget or context.base_iterations
-    if counts.remaining and not answered:
-        budget = extended_budget(budget, state.llmCalls, context)
+    budget = budget_after_round(
+        state.iterationBudget, state.llmCalls, counts.remaining > 0, not answered, context
+    )
     out_of_calls = state.llmCalls >= budget
 
     if answered and not counts.remaining:

@@ -1,13 +1,24 @@
-"""``execute``: one LLM call working on the plan item in progress (or answering at the end).
+"""``execute``: one LLM call working on the plan items in progress (or answering at the end).
 
 The graph has already started the item; the prompt shows it, with the rest of the plan and the
 turn's request, so the model always knows what to do next without a ``list_todo`` round trip.
+
+After a tool round (the tools step routes here directly, ``agent.routing.after_tools``) it first
+takes the round into account, as ``drain`` does after an answer: rows still open extend the
+budget (``agent.turn_budget``) and the reminder count starts again. The tools step has left the
+plan snapshot (``todos``: Studio's view, a fork's copy) as its last plan change made it; when
+that could not be (the rows here were read, not handed over), it is brought up to date here. A
+budget that is spent makes no call: the step hands over to ``drain``, which writes the turn's
+honest closing answer. So a plan item costs two graph steps (this and ``tools``) and one step
+claim, not three and two.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
@@ -17,8 +28,17 @@ from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
 from agent.rows_handoff import hand_over, take_over
 from agent.state import SupervisorState
+from agent.turn_budget import budget_after_round
 from agent.turn_lineage import claim_next_step
+from agent.turn_plan import count_rows
 from storage.repositories import TurnScope
+
+
+def after_tool_round(messages: Sequence[AnyMessage]) -> bool:
+    """The step before this one ran tools (its results end the history): a reminder or an
+    approval from ``drain`` leaves its own message last, and ``drain`` has already counted
+    the round then."""
+    return bool(messages) and isinstance(messages[-1], ToolMessage)
 
 
 def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
@@ -30,9 +50,30 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
+        update = claim.update()
+        todos = state.todos
+        if claim.rows is not None and after_tool_round(state.messages):
+            budget = budget_after_round(
+                state.iterationBudget,
+                state.llmCalls,
+                count_rows(claim.rows).remaining > 0,
+                True,
+                context,
+            )
+            update.update(iterationBudget=budget, remindersInARow=0)
+            if known is None:
+                # Read, not handed over: the tools step could not leave its snapshot (a resumed
+                # run, a fork, a failed plan call), so the state's may be a round behind.
+                todos = [row.to_dict() for row in claim.rows]
+                update["todos"] = todos
+            if state.llmCalls >= budget:
+                # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
+                # turn with the answer built from these rows.
+                hand_over(todos, claim.scope, claim.step, claim.rows)
+                return update
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).
-            hand_over(state.todos, claim.scope, claim.step, claim.rows)
+            hand_over(todos, claim.scope, claim.step, claim.rows)
         view = TurnView(
             scope=claim.scope,
             llm_calls=state.llmCalls,
@@ -41,6 +82,6 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             rows=claim.rows,
             claimed_step=claim.step,
         )
-        return await model_step(deps, state.messages, view, context, claim.update())
+        return await model_step(deps, state.messages, view, context, update)
 
     return execute

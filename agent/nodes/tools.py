@@ -1,10 +1,14 @@
 """``tools``: the supervisor's tool calls, in the order written, never from a stale checkpoint.
 
 - A run started from an older checkpoint of the turn (a fork or replay) must not change the
-  original turn's rows: its tool calls are answered ``NOT_RUN`` and the next ``drain`` moves the
+  original turn's rows: its tool calls are answered ``NOT_RUN`` and the next ``execute`` moves the
   run to a turn of its own (see ``agent.turn_lineage``).
 - A call whose result is recorded (``agent.tool_ledger``) already happened, in a run that was
   interrupted after it: the record is returned and nothing runs twice.
+- The message's last plan change (``create_todo``/``complete_todo``) leaves the plan snapshot
+  in the state (``todos``) with its result, from the rows its transaction left: the checkpoint
+  after the step, the one Studio shows before the next model call and a fork copies, holds the
+  plan as it now is.
 - Failures that are not the model's doing (``DATABASE_ERROR``, ``WORKER_ERROR``, a tool's bug)
   are logged at warning level with the conversation and turn, so an operator sees them even
   when the model carries on and answers.
@@ -19,6 +23,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
 
 from agent.call_gate import MessageGate, take_fresh_message
 from agent.context import Context
@@ -31,9 +36,10 @@ from agent.ordered_tools import (
     request_messages,
 )
 from agent.plan_approval import PLAN_TOOLS, awaiting_approval
+from agent.rows_handoff import hand_over, take_over
 from agent.tool_catalog import ToolCatalog
 from agent.tool_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
-from agent.tool_names import ASK_USER
+from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn_identity import call_record_id, issuing_message, message_text
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
@@ -102,6 +108,30 @@ def _one_question_per_message(request: ToolCallRequest, issuer: AIMessage | None
             "Only one question is asked at a time; this one was not asked.",
             "Ask it again after the user has answered the first one.",
         )
+
+
+def _with_plan_snapshot(
+    request: ToolCallRequest, issuer: AIMessage | None, result: ToolResult
+) -> ToolResult:
+    """The result of the message's last plan change, with the plan snapshot its transaction
+    left (``agent.rows_handoff``); any other result as it is. No snapshot when there are no
+    rows to take (a failed or replayed call): ``execute`` then reads them and brings it up to
+    date."""
+    call_id = request.tool_call.get("id")
+    if issuer is None or not isinstance(result, ToolMessage) or result.status == "error":
+        return result
+    changes = [call["id"] for call in issuer.tool_calls if call["name"] in PLAN_CHANGING_TOOLS]
+    if not changes or changes[-1] != call_id:
+        return result
+    state = request.state
+    values = state if isinstance(state, dict) else vars(state)
+    scope, step = _scope(request)
+    rows = take_over(values.get("todos"), scope, step)
+    if rows is None:
+        return result
+    todos = [row.to_dict() for row in rows]
+    hand_over(todos, scope, step, rows)  # the next step finds them under the new snapshot
+    return Command(update={"messages": [result], "todos": todos})
 
 
 GATE_MEMO = "supervisor_call_gate"
@@ -187,6 +217,6 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
                     scope.turn_id,
                     result.content,
                 )
-        return result
+        return _with_plan_snapshot(request, issuer, result)
 
     return build_tools_node(catalog.static_tools, inner=supervised)

@@ -14,6 +14,7 @@ EXPECTED_EDGES = {
     ("execute", "tools"),
     ("execute", "drain"),
     ("execute", "__end__"),
+    ("tools", "execute"),
     ("tools", "drain"),
     ("drain", "execute"),
     ("drain", "__end__"),

@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.context import Context
 from agent.graph import build_graph
-from agent.nodes.drain import extended_budget
 from agent.prompt_builder import answer_orphaned_tool_calls
+from agent.turn_budget import extended_budget
 from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
