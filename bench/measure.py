@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
 from bench.prefix import mean_shared_prefix
 from bench.scenario import ActionLog, request_for, titles_for
-from bench.systems import System, TurnResult
+from bench.systems import PreparedTurn, System, TurnResult
 from bench.wire import Body, InstantChatModel, Oracle, UsageRecorder, scripted_chat_model
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
 
@@ -47,6 +50,9 @@ class Measurement:
     previous prompt from the start (``bench.prefix``); None for a one-call turn."""
     overhead_seconds: float
     """Wall time of the turn with the instant model, minus the time spent inside the model."""
+    checkpointed_overhead_seconds: float
+    """The same with a SQLite checkpointer compiled into the agent (``AsyncSqliteSaver`` on a
+    file): every step's state written, as ``langgraph dev`` or any durable deployment runs it."""
     ok: bool
     problem: str = ""
     rows_completed: int | None = None
@@ -59,6 +65,10 @@ class Measurement:
     @property
     def overhead_ms_per_item(self) -> float:
         return self.overhead_ms / self.n
+
+    @property
+    def checkpointed_overhead_ms(self) -> float:
+        return 1000 * self.checkpointed_overhead_seconds
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "overhead_ms_per_item": self.overhead_ms_per_item}
@@ -129,32 +139,55 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
     )
 
 
-async def _instant_run(system: System, n: int) -> tuple[float, str]:
+async def _instant_run(system: System, n: int, *, checkpointed: bool = False) -> tuple[float, str]:
     """The overhead of one turn: the second turn of a freshly built agent, with the instant
     model. The first, untimed, fills what a running server has filled once for all its turns
     (compiled SQL statements, bound tool schemas, lazy imports), for every system alike; it
-    must be a good run too."""
+    must be a good run too. ``checkpointed``: the agent is compiled with a SQLite checkpointer
+    (each turn in a thread of its own)."""
     titles = titles_for(n)
     unbound: set[str] = set()
     oracle = system.oracle(titles)
     model = InstantChatModel(oracle=_checked(oracle, unbound))
     log = ActionLog()
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
-        turn = system.prepare(model, log.tool(), Path(workdir), n)
-        try:
-            await turn.warm()
-            result = await (await turn.run(request_for(titles))).settled()
-            warm_up_problem = _problem(result, log, titles, unbound, _off_path(oracle))
-            oracle = system.oracle(titles)
-            model.oracle = _checked(oracle, unbound)
-            model.model_seconds = 0.0
-            log.done.clear()
-            started = time.perf_counter()
-            result = await turn.run(request_for(titles))
-            wall = time.perf_counter() - started
-            result = await result.settled()
-        finally:
-            await turn.close()
+        async with AsyncExitStack() as stack:
+            checkpointer = (
+                await stack.enter_async_context(
+                    AsyncSqliteSaver.from_conn_string(str(Path(workdir) / "checkpoints.db"))
+                )
+                if checkpointed
+                else None
+            )
+            turn = system.prepare(model, log.tool(), Path(workdir), n, checkpointer)
+            return await _timed_second_turn(system, turn, model, oracle, log, titles, unbound)
+
+
+async def _timed_second_turn(
+    system: System,
+    turn: PreparedTurn,
+    model: InstantChatModel,
+    oracle: Oracle,
+    log: ActionLog,
+    titles: list[str],
+    unbound: set[str],
+) -> tuple[float, str]:
+    """Run ``turn`` twice, the second timed (see ``_instant_run``), and close it; ``oracle``
+    drives the first (``model`` answers through it)."""
+    try:
+        await turn.warm()
+        result = await (await turn.run(request_for(titles))).settled()
+        warm_up_problem = _problem(result, log, titles, unbound, _off_path(oracle))
+        oracle = system.oracle(titles)
+        model.oracle = _checked(oracle, unbound)
+        model.model_seconds = 0.0
+        log.done.clear()
+        started = time.perf_counter()
+        result = await turn.run(request_for(titles))
+        wall = time.perf_counter() - started
+        result = await result.settled()
+    finally:
+        await turn.close()
     problem = _problem(result, log, titles, unbound, _off_path(oracle))
     if warm_up_problem and not problem:
         problem = f"warm-up turn: {warm_up_problem}"
@@ -165,16 +198,18 @@ async def measure(
     system: System, n: int, server: ScriptedOpenAIServer, *, repeats: int = 3
 ) -> Measurement:
     """Calls, tokens and shared prefix from one HTTP run; overhead as the best of ``repeats``
-    instant runs (the minimum is the least disturbed by the rest of the machine)."""
+    instant runs, without and with a checkpointer (the minimum is the least disturbed by the
+    rest of the machine)."""
     http = await _http_run(system, n, server)
     usage, requests, problem = http.usage, len(http.bodies), http.problem
     if requests != len(usage.prompt):
         problem = problem or f"{requests} requests but {len(usage.prompt)} usage reports"
-    overheads: list[float] = []
+    overheads: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(max(1, repeats)):
-        overhead, instant_problem = await _instant_run(system, n)
-        overheads.append(overhead)
-        problem = problem or instant_problem
+        for checkpointed, times in overheads.items():
+            overhead, instant_problem = await _instant_run(system, n, checkpointed=checkpointed)
+            times.append(overhead)
+            problem = problem or instant_problem
     return Measurement(
         system=system.name,
         n=n,
@@ -183,7 +218,8 @@ async def measure(
         max_prompt_tokens=max(usage.prompt, default=0),
         completion_tokens=sum(usage.completion),
         shared_prefix=mean_shared_prefix(http.bodies),
-        overhead_seconds=min(overheads),
+        overhead_seconds=min(overheads[False]),
+        checkpointed_overhead_seconds=min(overheads[True]),
         ok=not problem,
         problem=problem,
         rows_completed=http.result.rows_completed,

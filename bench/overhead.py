@@ -33,6 +33,7 @@ from unittest.mock import patch
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -60,6 +61,9 @@ class OverheadProfile:
     timed_ms: dict[str, float]
     """Wall time per item in each of ``TIMED``."""
     problem: str = ""
+    checkpointed: bool = False
+    """Run with a SQLite checkpointer (its own writes are not among the counts: they do not go
+    through turnplan's database)."""
 
     @property
     def rest_ms(self) -> float:
@@ -144,17 +148,29 @@ class _CountedTurnplan(TurnplanSystem):
     def __init__(self, tally: _Tally) -> None:
         self._tally = tally
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        return self._tally.only_the_turn(super().prepare(model, tool, workdir, n))
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        return self._tally.only_the_turn(super().prepare(model, tool, workdir, n, checkpointer))
 
 
-async def profile(n: int = DEFAULT_N, *, repeats: int = 5) -> OverheadProfile:
-    """The best of ``repeats`` instant runs of the sequential N-item turn, with its counts."""
+async def profile(
+    n: int = DEFAULT_N, *, repeats: int = 5, checkpointed: bool = False
+) -> OverheadProfile:
+    """The best of ``repeats`` instant runs of the sequential N-item turn, with its counts;
+    ``checkpointed``: with a SQLite checkpointer (``bench.measure._instant_run``)."""
     best: OverheadProfile | None = None
     for _ in range(max(1, repeats)):
         tally = _Tally()
         with _hooks(tally):
-            overhead, problem = await _instant_run(_CountedTurnplan(tally), n)
+            overhead, problem = await _instant_run(
+                _CountedTurnplan(tally), n, checkpointed=checkpointed
+            )
         run = OverheadProfile(
             n=n,
             overhead_ms=1000 * overhead / n,
@@ -163,6 +179,7 @@ async def profile(n: int = DEFAULT_N, *, repeats: int = 5) -> OverheadProfile:
             thread_trips=tally.counts["thread trips"] / n,
             timed_ms={label: 1000 * tally.seconds[label] / n for label in TIMED},
             problem=problem,
+            checkpointed=checkpointed,
         )
         if best is None or run.overhead_ms < best.overhead_ms:
             best = run
@@ -172,7 +189,9 @@ async def profile(n: int = DEFAULT_N, *, repeats: int = 5) -> OverheadProfile:
 
 def report(result: OverheadProfile) -> str:
     lines = [
-        f"turnplan, sequential N = {result.n}: {result.overhead_ms:.2f} ms overhead per item"
+        f"turnplan, sequential N = {result.n}"
+        + (", checkpointed" if result.checkpointed else "")
+        + f": {result.overhead_ms:.2f} ms overhead per item"
         + (f" (NOT OK: {result.problem})" if result.problem else ""),
         f"  per item: {result.transactions:.2f} transactions, {result.statements:.2f} statements,"
         f" {result.thread_trips:.2f} trips to aiosqlite's thread",
@@ -186,8 +205,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=DEFAULT_N, help="plan items (default 20)")
     parser.add_argument("--repeats", type=int, default=5, help="runs; the fastest is shown")
+    parser.add_argument(
+        "--checkpointed",
+        action="store_true",
+        help="with a SQLite checkpointer, as langgraph dev runs the graph",
+    )
     args = parser.parse_args()
-    print(report(asyncio.run(profile(args.n, repeats=args.repeats))))
+    result = asyncio.run(profile(args.n, repeats=args.repeats, checkpointed=args.checkpointed))
+    print(report(result))
 
 
 if __name__ == "__main__":

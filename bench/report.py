@@ -19,6 +19,7 @@ FIGURES: dict[str, str] = {
     "max_prompt_tokens": "largest prompt",
     "completion_tokens": "completion tokens",
     "overhead_ms": "overhead ms per turn",
+    "checkpointed_overhead_ms": "checkpointed overhead ms per turn",
 }
 REFERENCE = "turnplan"
 
@@ -57,11 +58,19 @@ class Report:
             }
         return laws
 
-    def overhead_ratio(self, m: Measurement) -> float | None:
+    def overhead_ratio(self, m: Measurement, *, checkpointed: bool = False) -> float | None:
+        """``m``'s overhead over turnplan's at the same N (both with a checkpointer, or both
+        without)."""
         reference = next(
             (r for r in self.measurements if r.system == REFERENCE and r.n == m.n), None
         )
-        if reference is None or not reference.overhead_seconds:
+        if reference is None:
+            return None
+        if checkpointed:
+            if not reference.checkpointed_overhead_seconds:
+                return None
+            return m.checkpointed_overhead_seconds / reference.checkpointed_overhead_seconds
+        if not reference.overhead_seconds:
             return None
         return m.overhead_seconds / reference.overhead_seconds
 
@@ -69,18 +78,21 @@ class Report:
         header = (
             "| system | N | LLM calls | prompt tokens (sum) | largest prompt | completion tokens "
             f"| shared prefix % | overhead ms/turn | overhead ms/item | overhead x {REFERENCE} "
-            "| ok |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+            "| checkpointed ms/item | checkpointed x turnplan | ok |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
         )
         lines = [header]
         for m in sorted(self.measurements, key=lambda m: (self.systems.index(m.system), m.n)):
             ratio = self.overhead_ratio(m)
+            durable = self.overhead_ratio(m, checkpointed=True)
             lines.append(
                 f"| {m.system} | {m.n} | {m.calls} | {m.prompt_tokens:,} | "
                 f"{m.max_prompt_tokens:,} | {m.completion_tokens:,} | "
                 f"{percent(m.shared_prefix)} | "
                 f"{m.overhead_ms:.1f} | {m.overhead_ms_per_item:.2f} | "
                 f"{'' if ratio is None else f'{ratio:.2f}'} | "
+                f"{m.checkpointed_overhead_ms / m.n:.2f} | "
+                f"{'' if durable is None else f'{durable:.2f}'} | "
                 f"{'yes' if m.ok else 'NO: ' + m.problem} |"
             )
         return "\n".join(lines)
@@ -116,7 +128,10 @@ class Report:
             "after the first, the share of its prompt (tool schemas, then messages) equal to the "
             "previous call's from the start, averaged over the turn: what a prompt cache can "
             "reuse. Overhead: best of the instant runs, wall time of the turn minus time inside "
-            "the model; compare ratios, not ms.\n\n"
+            "the model; compare ratios, not ms. Checkpointed: the same with a SQLite checkpointer "
+            "(`AsyncSqliteSaver` on a file) compiled into each agent, every turn in a thread of "
+            "its own: every step's state is written, as `langgraph dev` or a durable deployment "
+            "runs it.\n\n"
             "## Growth in N (least squares over the N measured)\n\n"
             f"{self.growth_table()}\n\n"
             f"{self._growth_caveat()}"

@@ -8,19 +8,28 @@ part: the overhead figure is the turn itself.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
 from bench.wire import Oracle
 
 RECURSION_LIMIT = 10_000
 """LangGraph super-step limit for every system: far above what any N here needs, so no run is
 cut short by the default of 25 (a framework setting, not a property of the system)."""
+
+
+def turn_config() -> RunnableConfig:
+    """The config of one benchmark turn: a thread of its own, which a checkpointer needs (and
+    which is what a deployed agent runs every turn in)."""
+    return {"recursion_limit": RECURSION_LIMIT, "configurable": {"thread_id": uuid.uuid4().hex}}
 
 
 @dataclass
@@ -73,6 +82,14 @@ class System(Protocol):
         """A fresh oracle for one turn over ``titles``."""
         ...
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        """Build the agent around ``model`` and ``tool``; ``workdir`` is a fresh folder."""
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        """Build the agent around ``model`` and ``tool``; ``workdir`` is a fresh folder;
+        ``checkpointer``, if any, is compiled into the agent (the durable runs)."""
         ...

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
 from bench.systems.todolist import TodoListSystem
 from prompts import load_prompt
@@ -39,7 +40,9 @@ class DeepAgentsSystem(TodoListSystem):
             return "package `deepagents` is not installed (pip install -e '.[bench]')"
         return None
 
-    def build_agent(self, model: BaseChatModel, tool: BaseTool) -> Any:
+    def build_agent(
+        self, model: BaseChatModel, tool: BaseTool, checkpointer: Checkpointer = None
+    ) -> Any:
         from deepagents import create_deep_agent
         from langchain.agents.middleware import TodoListMiddleware
 
@@ -48,4 +51,5 @@ class DeepAgentsSystem(TodoListSystem):
             [tool],
             system_prompt=load_prompt("supervisor"),
             middleware=[TodoListMiddleware()],
+            checkpointer=checkpointer,
         )

@@ -24,6 +24,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
 from bench.scenario import ACTION_TOOL, action
 from bench.systems import PreparedTurn
@@ -85,5 +86,12 @@ class NaiveLoopSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return naive_oracle(titles)
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        return prepare_turnplan(model, tool, workdir, n)
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        return prepare_turnplan(model, tool, workdir, n, checkpointer)

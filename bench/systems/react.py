@@ -17,9 +17,10 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
 from bench.scenario import action
-from bench.systems import RECURSION_LIMIT, PreparedTurn, TurnResult
+from bench.systems import PreparedTurn, TurnResult, turn_config
 from bench.wire import Body, Oracle, assistant_calls, text_of
 from prompts import load_prompt
 from tests.scripted_openai import Reply, text, tool_calls
@@ -48,17 +49,26 @@ class ReactSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return react_oracle(titles)
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
         from langgraph.prebuilt import create_react_agent
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            agent = create_react_agent(model, [tool], prompt=load_prompt("supervisor"))
+            agent = create_react_agent(
+                model, [tool], prompt=load_prompt("supervisor"), checkpointer=checkpointer
+            )
 
         async def run(request: str) -> TurnResult:
             state = await agent.ainvoke(
                 {"messages": [HumanMessage(content=request)]},
-                config={"recursion_limit": RECURSION_LIMIT},
+                config=turn_config(),
             )
             return TurnResult(answer=text_of(state["messages"][-1].content))
 

@@ -15,8 +15,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
-from bench.systems import RECURSION_LIMIT, PreparedTurn, TurnResult
+from bench.systems import PreparedTurn, TurnResult, turn_config
 from bench.systems.todo_oracles import parallel_todo_oracle, sequential_todo_oracle
 from bench.wire import Oracle, text_of
 from prompts import load_prompt
@@ -43,7 +44,9 @@ class TodoListSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return sequential_todo_oracle(titles) if self.sequential else parallel_todo_oracle(titles)
 
-    def build_agent(self, model: BaseChatModel, tool: BaseTool) -> Any:
+    def build_agent(
+        self, model: BaseChatModel, tool: BaseTool, checkpointer: Checkpointer = None
+    ) -> Any:
         """The framework's agent with our tool, our base prompt and the todo-list middleware."""
         from langchain.agents import create_agent
         from langchain.agents.middleware import TodoListMiddleware
@@ -53,15 +56,23 @@ class TodoListSystem:
             [tool],
             system_prompt=load_prompt("supervisor"),
             middleware=[TodoListMiddleware()],
+            checkpointer=checkpointer,
         )
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        agent = self.build_agent(model, tool)
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        agent = self.build_agent(model, tool, checkpointer)
 
         async def run(request: str) -> TurnResult:
             state = await agent.ainvoke(
                 {"messages": [HumanMessage(content=request)]},
-                config={"recursion_limit": RECURSION_LIMIT},
+                config=turn_config(),
             )
             return TurnResult(answer=text_of(state["messages"][-1].content))
 

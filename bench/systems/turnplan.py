@@ -15,13 +15,14 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
 from agent.context import Context
 from agent.graph import build_graph
 from agent.state import InputState
 from agent.turn_plan import TurnPlan
 from bench.scenario import action
-from bench.systems import RECURSION_LIMIT, PreparedTurn, TurnResult
+from bench.systems import PreparedTurn, TurnResult, turn_config
 from bench.wire import Oracle, text_of
 from storage import Database
 from storage.repositories import TurnScope
@@ -32,15 +33,27 @@ MAX_ITERATIONS = 1_000
 (52 calls) and the naive loop from N = 16 (3N + 2 calls) as ``budget_exhausted``."""
 
 
-def prepare_turnplan(model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
+def prepare_turnplan(
+    model: BaseChatModel,
+    tool: BaseTool,
+    workdir: Path,
+    n: int,
+    checkpointer: Checkpointer = None,
+) -> PreparedTurn:
     """A turnplan graph with only the benchmark's domain tool, on a fresh SQLite file."""
     database = Database(f"sqlite+aiosqlite:///{workdir / 'turnplan.db'}")
-    graph = build_graph(model, tools=[tool], database=database, include_default_tools=False)
+    graph = build_graph(
+        model,
+        tools=[tool],
+        database=database,
+        include_default_tools=False,
+        checkpointer=checkpointer,
+    )
 
     async def run(request: str) -> TurnResult:
         state = await graph.ainvoke(
             InputState(messages=[HumanMessage(content=request)]),
-            config={"recursion_limit": RECURSION_LIMIT},
+            config=turn_config(),
             context=Context(max_iterations=MAX_ITERATIONS, max_batch_items=max(50, n)),
         )
         answer = text_of(state["messages"][-1].content)
@@ -69,5 +82,12 @@ class TurnplanSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return HttpPlanOracle(titles, action)
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        return prepare_turnplan(model, tool, workdir, n)
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        return prepare_turnplan(model, tool, workdir, n, checkpointer)

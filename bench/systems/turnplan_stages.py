@@ -25,6 +25,7 @@ from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.types import Checkpointer
 
 from bench.scenario import action
 from bench.systems import PreparedTurn
@@ -122,5 +123,12 @@ class TurnplanStagesSystem:
     def oracle(self, titles: list[str]) -> Oracle:
         return StagesOracle(titles)
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        return prepare_turnplan(model, tool, workdir, n)
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        return prepare_turnplan(model, tool, workdir, n, checkpointer)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.types import Checkpointer
 
 from bench.measure import _instant_run
 from bench.run import run_benchmark
@@ -31,8 +33,10 @@ async def test_benchmark_reports_turnplan_and_react_for_every_n() -> None:
         assert turnplan.prompt_tokens > turnplan.max_prompt_tokens > 0
         assert turnplan.shared_prefix is not None and 0 < turnplan.shared_prefix <= 1
 
+    assert all(m.checkpointed_overhead_seconds > 0 for m in report.measurements)
     table = report.table()
     assert "| shared prefix % |" in table.splitlines()[0]
+    assert "| checkpointed ms/item | checkpointed x turnplan |" in table.splitlines()[0]
     for system in ("turnplan", "react"):
         for n in NS:
             assert f"| {system} | {n} |" in table
@@ -46,8 +50,15 @@ class _CountedReact(ReactSystem):
         self.spoil_first = spoil_first
         self.turns: list[int] = []
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        turn = super().prepare(model, tool, workdir, n)
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        turn = super().prepare(model, tool, workdir, n, checkpointer)
         runs = 0
 
         async def run(request: str) -> TurnResult:
@@ -75,8 +86,15 @@ async def test_overhead_is_timed_on_the_second_turn_of_an_agent_and_both_must_be
 class _OneRowShort(TurnplanSystem):
     """turnplan, whose rows are counted one completed row short after each turn."""
 
-    def prepare(self, model: BaseChatModel, tool: BaseTool, workdir: Path, n: int) -> PreparedTurn:
-        turn = super().prepare(model, tool, workdir, n)
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        turn = super().prepare(model, tool, workdir, n, checkpointer)
 
         async def run(request: str) -> TurnResult:
             result = await turn.run(request)
@@ -95,3 +113,39 @@ class _OneRowShort(TurnplanSystem):
 async def test_plan_rows_are_checked_after_the_timed_turn_and_a_short_count_fails_it() -> None:
     _, problem = await _instant_run(_OneRowShort(), 2)
     assert problem == "1 of 2 plan rows completed"
+
+
+class _Checkpointed(TurnplanSystem):
+    """turnplan, noting how many checkpoints its checkpointer holds after each turn."""
+
+    def __init__(self) -> None:
+        self.checkpoints: list[int] = []
+
+    def prepare(
+        self,
+        model: BaseChatModel,
+        tool: BaseTool,
+        workdir: Path,
+        n: int,
+        checkpointer: Checkpointer = None,
+    ) -> PreparedTurn:
+        turn = super().prepare(model, tool, workdir, n, checkpointer)
+        assert isinstance(checkpointer, AsyncSqliteSaver)
+
+        async def run(request: str) -> TurnResult:
+            result = await turn.run(request)
+            self.checkpoints.append(len([c async for c in checkpointer.alist(None)]))
+            return result
+
+        return replace(turn, run=run)
+
+
+async def test_the_checkpointed_overhead_runs_every_step_of_both_turns_through_a_checkpointer() -> (
+    None
+):
+    system = _Checkpointed()
+    overhead, problem = await _instant_run(system, 2, checkpointed=True)
+    assert problem == "" and overhead > 0
+    first, both = system.checkpoints
+    # Each turn in a thread of its own, each of its steps written: the second adds as many.
+    assert first > 2 * 2 and both == 2 * first
