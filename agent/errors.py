@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
+from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import ValidationError
 
@@ -128,3 +129,15 @@ def tool_error_content(error: ToolFailure | ToolInvocationError) -> str:
         },
         ensure_ascii=False,
     )
+
+
+def operator_faults(messages: Sequence[AnyMessage], turn_message_id: str) -> int:
+    """Tool results of this turn (after its human message) that are operator faults: the
+    output's ``toolErrors``, counted after every tool round and when the turn ends."""
+    count = 0
+    for message in reversed(messages):
+        if turn_message_id and message.id == turn_message_id:
+            break
+        if isinstance(message, ToolMessage) and error_code_of(message.content) in OPERATOR_FAULTS:
+            count += 1
+    return count

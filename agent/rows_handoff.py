@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from storage.models import TurnTodo
@@ -34,24 +35,47 @@ HANDOFF_LIMIT = 256
 """Hand-overs kept at once (one per running turn); the oldest go first, so runs that never reach
 their next step (cancelled, failed) cannot pile up."""
 
-_handoffs: OrderedDict[int, tuple[object, TurnScope, int, list[TurnTodo]]] = OrderedDict()
+
+@dataclass(frozen=True)
+class HandedRows:
+    """Rows handed over, and whether the ``todos`` list they came with shows them."""
+
+    rows: list[TurnTodo]
+    shown: bool
+    """The ``todos`` list was built from these very rows (a plan snapshot), so the state's
+    snapshot is current; False when a todo tool changed the rows after the list was made."""
+
+
+_handoffs: OrderedDict[int, tuple[object, TurnScope, int, HandedRows]] = OrderedDict()
 """By ``id()`` of the state's ``todos`` list, which the entry holds so the id stays its own."""
 
 
 def hand_over(
-    todos: Sequence[dict[str, Any]], scope: TurnScope, step: int, rows: list[TurnTodo]
+    todos: Sequence[dict[str, Any]],
+    scope: TurnScope,
+    step: int,
+    rows: list[TurnTodo],
+    *,
+    shown: bool = False,
 ) -> None:
     """``rows`` are the turn's rows at ``step`` of ``scope`` now, in a run whose state holds
-    ``todos``; this replaces what was handed over before with the same list."""
-    _handoffs[id(todos)] = (todos, scope, step, rows)
+    ``todos``; ``shown`` when ``todos`` was built from them. This replaces what was handed over
+    before with the same list."""
+    _handoffs[id(todos)] = (todos, scope, step, HandedRows(rows, shown))
     while len(_handoffs) > HANDOFF_LIMIT:
         _handoffs.popitem(last=False)
 
 
-def take_over(todos: object, scope: TurnScope, step: int) -> list[TurnTodo] | None:
-    """The rows handed over with this very ``todos`` list at ``step`` of ``scope``, once; None
-    when there are none (the caller reads)."""
+def take_handed(todos: object, scope: TurnScope, step: int) -> HandedRows | None:
+    """What was handed over with this very ``todos`` list at ``step`` of ``scope``, once; None
+    when nothing was (the caller reads)."""
     entry = _handoffs.pop(id(todos), None)
     if entry is None or entry[0] is not todos or entry[1:3] != (scope, step):
         return None
     return entry[3]
+
+
+def take_over(todos: object, scope: TurnScope, step: int) -> list[TurnTodo] | None:
+    """The rows of ``take_handed``, for a step that does not keep the snapshot."""
+    handed = take_handed(todos, scope, step)
+    return None if handed is None else handed.rows

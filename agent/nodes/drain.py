@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
-from agent.errors import OPERATOR_FAULTS, ToolFailure, error_code_of
+from agent.errors import ToolFailure, operator_faults
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
 from agent.plan_approval import ask_for_approval, awaiting_approval
@@ -64,17 +64,6 @@ def open_rows(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
     return [row for row in rows if row.status in ("pending", "in_progress")]
 
 
-def operator_faults(messages: Sequence[AnyMessage], turn_message_id: str) -> int:
-    """Tool results of this turn (after its human message) that are operator faults."""
-    count = 0
-    for message in reversed(messages):
-        if turn_message_id and message.id == turn_message_id:
-            break
-        if isinstance(message, ToolMessage) and error_code_of(message.content) in OPERATOR_FAULTS:
-            count += 1
-    return count
-
-
 def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
     async def drain(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
@@ -100,7 +89,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
         todos = [row.to_dict() for row in rows]
         if result.get("turnStatus", "running") == "running" and not approval:
-            hand_over(todos, claim.scope, claim.step, rows)
+            hand_over(todos, claim.scope, claim.step, rows, shown=True)
         return {
             **claim.update(),
             "todos": todos,

@@ -5,12 +5,13 @@ turn's request, so the model always knows what to do next without a ``list_todo`
 
 After a tool round (the tools step routes here directly, ``agent.routing.after_tools``) it first
 takes the round into account, as ``drain`` does after an answer: rows still open extend the
-budget (``agent.turn_budget``) and the reminder count starts again. The tools step has left the
-plan snapshot (``todos``: Studio's view, a fork's copy) as its last plan change made it; when
-that could not be (the rows here were read, not handed over), it is brought up to date here. A
-budget that is spent makes no call: the step hands over to ``drain``, which writes the turn's
-honest closing answer. So a plan item costs two graph steps (this and ``tools``) and one step
-claim, not three and two.
+budget (``agent.turn_budget``), the reminder count starts again and the operator faults are
+counted (``toolErrors``, right even if the turn ends here). The tools step has left the plan
+snapshot (``todos``: Studio's view, a fork's copy) as its plan changes made it; when that could
+not be (``agent.rows_handoff``: the rows handed over are not the ones it shows), it is brought
+up to date here. A budget that is spent makes no call: the step hands over to ``drain``, which
+writes the turn's honest closing answer. So a plan item costs two graph steps (this and
+``tools``) and one step claim, not three and two.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from langgraph.runtime import Runtime
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
-from agent.errors import ToolFailure
+from agent.errors import ToolFailure, operator_faults
 from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.rows_handoff import hand_over, take_over
+from agent.rows_handoff import hand_over, take_handed
 from agent.state import SupervisorState
 from agent.turn_budget import budget_after_round
 from agent.turn_lineage import claim_next_step
@@ -45,13 +46,15 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
     async def execute(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         scope = TurnScope(state.conversationId, state.turnId)
-        known = take_over(state.todos, scope, state.turnStep)
+        handed = take_handed(state.todos, scope, state.turnStep)
+        known = handed.rows if handed is not None else None
         try:
             claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         update = claim.update()
         todos = state.todos
+        shown = handed is not None and handed.shown and claim.forked_from is None
         if claim.rows is not None and after_tool_round(state.messages):
             budget = budget_after_round(
                 state.iterationBudget,
@@ -60,20 +63,26 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 True,
                 context,
             )
-            update.update(iterationBudget=budget, remindersInARow=0)
-            if known is None:
-                # Read, not handed over: the tools step could not leave its snapshot (a resumed
-                # run, a fork, a failed plan call), so the state's may be a round behind.
+            update.update(
+                iterationBudget=budget,
+                remindersInARow=0,
+                toolErrors=operator_faults(state.messages, state.turnMessageId),
+            )
+            if not shown:
+                # The tools step could not leave a snapshot of these rows (a call that failed
+                # before it ran, a read instead of a hand-over, a fork): the state's plan may be
+                # a round behind.
                 todos = [row.to_dict() for row in claim.rows]
                 update["todos"] = todos
+                shown = True
             if state.llmCalls >= budget:
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
-                hand_over(todos, claim.scope, claim.step, claim.rows)
+                hand_over(todos, claim.scope, claim.step, claim.rows, shown=True)
                 return update
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).
-            hand_over(todos, claim.scope, claim.step, claim.rows)
+            hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown)
         view = TurnView(
             scope=claim.scope,
             llm_calls=state.llmCalls,

@@ -109,7 +109,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         turn_start.update(claim.update())
         if claim.rows is not None:
             # For this step's tools, or drain if the model answers (agent.rows_handoff).
-            hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows)
+            hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
         view = TurnView(
             scope=claim.scope,
             llm_calls=0,

@@ -5,10 +5,10 @@
   run to a turn of its own (see ``agent.turn_lineage``).
 - A call whose result is recorded (``agent.tool_ledger``) already happened, in a run that was
   interrupted after it: the record is returned and nothing runs twice.
-- The message's last plan change (``create_todo``/``complete_todo``) leaves the plan snapshot
-  in the state (``todos``) with its result, from the rows its transaction left: the checkpoint
-  after the step, the one Studio shows before the next model call and a fork copies, holds the
-  plan as it now is.
+- The message's last plan change (``create_todo``/``complete_todo``), done, failed or
+  replayed, leaves the plan snapshot in the state (``todos``) with its result, from the rows
+  the message's plan changes left: the checkpoint after the step, the one Studio shows before
+  the next model call and a fork copies, holds the plan as it now is.
 - Failures that are not the model's doing (``DATABASE_ERROR``, ``WORKER_ERROR``, a tool's bug)
   are logged at warning level with the conversation and turn, so an operator sees them even
   when the model carries on and answers.
@@ -36,11 +36,12 @@ from agent.ordered_tools import (
     request_messages,
 )
 from agent.plan_approval import PLAN_TOOLS, awaiting_approval
-from agent.rows_handoff import hand_over, take_over
+from agent.rows_handoff import hand_over, take_handed
 from agent.tool_catalog import ToolCatalog
 from agent.tool_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn_identity import call_record_id, issuing_message, message_text
+from agent.turn_plan import TurnPlan
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -110,15 +111,15 @@ def _one_question_per_message(request: ToolCallRequest, issuer: AIMessage | None
         )
 
 
-def _with_plan_snapshot(
-    request: ToolCallRequest, issuer: AIMessage | None, result: ToolResult
+async def _with_plan_snapshot(
+    database: Database, request: ToolCallRequest, issuer: AIMessage | None, result: ToolResult
 ) -> ToolResult:
-    """The result of the message's last plan change, with the plan snapshot its transaction
-    left (``agent.rows_handoff``); any other result as it is. No snapshot when there are no
-    rows to take (a failed or replayed call): ``execute`` then reads them and brings it up to
-    date."""
+    """The result of the message's last plan change, whatever became of it (done, failed,
+    replayed from the ledger), with the plan snapshot as the message's plan changes left the
+    rows; any other result as it is. The rows are the ones the last writing call handed over
+    (``agent.rows_handoff``), else read: a replay or a failure hands nothing over."""
     call_id = request.tool_call.get("id")
-    if issuer is None or not isinstance(result, ToolMessage) or result.status == "error":
+    if issuer is None or not isinstance(result, ToolMessage):
         return result
     changes = [call["id"] for call in issuer.tool_calls if call["name"] in PLAN_CHANGING_TOOLS]
     if not changes or changes[-1] != call_id:
@@ -126,11 +127,16 @@ def _with_plan_snapshot(
     state = request.state
     values = state if isinstance(state, dict) else vars(state)
     scope, step = _scope(request)
-    rows = take_over(values.get("todos"), scope, step)
-    if rows is None:
-        return result
+    handed = take_handed(values.get("todos"), scope, step)
+    if handed is not None:
+        rows = handed.rows
+    else:
+        try:
+            rows, _ = await TurnPlan(database, scope).rows()
+        except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
+            return result
     todos = [row.to_dict() for row in rows]
-    hand_over(todos, scope, step, rows)  # the next step finds them under the new snapshot
+    hand_over(todos, scope, step, rows, shown=True)  # the next step finds them under it
     return Command(update={"messages": [result], "todos": todos})
 
 
@@ -179,7 +185,9 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
             gate = _message_gate(database, scope, step, issuer)
             replay = await gate.recorded(record_id)
             if replay is not None:
-                return replay.as_tool_result(call_id)
+                return await _with_plan_snapshot(
+                    database, request, issuer, replay.as_tool_result(call_id)
+                )
         _refuse_before_approval(request, issuer)
         _one_question_per_message(request, issuer)
         request = await _run_tool(request, catalog)
@@ -189,7 +197,8 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
             raise
         except CallAlreadyRecorded:
             recorded = await recorded_results(database, scope.conversation_id, [record_id])
-            return recorded[record_id].as_tool_result(call_id)
+            replayed = recorded[record_id].as_tool_result(call_id)
+            return await _with_plan_snapshot(database, request, issuer, replayed)
         except Exception:
             logger.warning(
                 "tool %s raised (conversation %s, turn %s)",
@@ -217,6 +226,6 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
                     scope.turn_id,
                     result.content,
                 )
-        return _with_plan_snapshot(request, issuer, result)
+        return await _with_plan_snapshot(database, request, issuer, result)
 
     return build_tools_node(catalog.static_tools, inner=supervised)

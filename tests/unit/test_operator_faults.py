@@ -107,3 +107,17 @@ async def test_a_new_turn_starts_with_no_tool_errors(database: Database) -> None
     first = await graph.ainvoke({"messages": [HumanMessage(content="save x")]}, config)
     second = await graph.ainvoke({"messages": [HumanMessage(content="hi")]}, config)
     assert (first["toolErrors"], second["toolErrors"]) == (1, 0)
+
+
+async def test_a_turn_whose_model_fails_after_a_database_failure_still_counts_it(
+    database: Database,
+) -> None:
+    """The model step after the tool round counts it: a turn that ends there, without the
+    answer ``drain`` judges, still reports the fault."""
+    model = ScriptedChatModel(
+        script=[ai(tool_call("save_note", note="x")), RuntimeError("model down")]
+    )
+    graph = build_graph(model, tools=[save_note], database=database, include_default_tools=False)
+    result = await graph.ainvoke({"messages": [HumanMessage(content="save x")]}, context=Context())
+    assert result["turnStatus"] == "failed"
+    assert result["toolErrors"] == 1

@@ -5,16 +5,28 @@ holds the plan as it stands (what Studio shows, and what a fork copies)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, StateSnapshot
 
 from agent.context import Context
 from agent.graph import build_graph
+from agent.tools.ask_user import build_ask_user_tool
 from storage import Database
-from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
+from tests.fakes import (
+    PlanOracle,
+    PlanRow,
+    ScriptedChatModel,
+    ai,
+    plan_rows,
+    plan_view,
+    tool_call,
+)
 
 
 @tool
@@ -70,30 +82,15 @@ async def test_every_checkpoint_before_a_model_step_holds_the_plan_its_tool_resu
         {"messages": [HumanMessage(content="do three things")]}, config, context=Context()
     )
 
-    before_model_steps = [
-        snapshot
-        async for snapshot in graph.aget_state_history(config)
-        if snapshot.next == ("execute",)
-    ]
-    assert len(before_model_steps) == len(TITLES) + 1
-    for snapshot in before_model_steps:
-        closes = sum(
-            1
-            for message in snapshot.values["messages"]
-            if isinstance(message, ToolMessage)
-            and message.name == "complete_todo"
-            and message.status != "error"
-        )
-        todos = snapshot.values["todos"]
-        assert statuses(todos).count("completed") == closes, statuses(todos)
-        assert len(todos) == len(TITLES)
+    history = [snapshot async for snapshot in graph.aget_state_history(config)]
+    assert len([s for s in history if s.next == ("execute",)]) == len(TITLES) + 1
+    assert plan_lags_behind(history) == []
+    assert all(len(s.values["todos"]) == len(TITLES) for s in history if s.next == ("execute",))
 
 
-async def test_a_message_whose_last_plan_change_fails_still_gives_the_next_step_the_plan(
-    database: Database,
-) -> None:
-    """The failed call leaves no snapshot behind; the next model step reads the rows and brings
-    the state's plan up to date before the model sees it."""
+def closes_then(extra: Callable[[PlanRow], dict[str, Any]]) -> Callable[[list[Any]], AIMessage]:
+    """A model that plans alpha and beta and closes each in turn; the message closing alpha
+    also makes the call ``extra`` gives for it."""
 
     def respond(messages: list[Any]) -> AIMessage:
         rows = plan_rows(plan_view(messages))
@@ -103,11 +100,46 @@ async def test_a_message_whose_last_plan_change_fails_still_gives_the_next_step_
         if current is None:
             return AIMessage(content="both done")
         close = tool_call("complete_todo", todoId=current.id, outcome=f"{current.title} ok")
-        if current.title == "alpha":
-            return ai(close, tool_call("complete_todo", todoId="no-such-row", outcome="x"))
-        return ai(close)
+        return ai(close, extra(current)) if current.title == "alpha" else ai(close)
 
-    model = ScriptedChatModel(responder=respond)
+    return respond
+
+
+def plan_lags_behind(snapshots: list[StateSnapshot]) -> list[tuple[int, list[str]]]:
+    """(successful closes, statuses) of each checkpoint before a model step whose plan snapshot
+    does not show its own tool results."""
+    lagging = []
+    for snapshot in snapshots:
+        if snapshot.next != ("execute",):
+            continue
+        closes = sum(
+            1
+            for message in snapshot.values["messages"]
+            if isinstance(message, ToolMessage)
+            and message.name == "complete_todo"
+            and message.status != "error"
+        )
+        shown = statuses(snapshot.values["todos"])
+        if shown.count("completed") != closes:
+            lagging.append((closes, shown))
+    return lagging
+
+
+@pytest.mark.parametrize(
+    "second_close",
+    [
+        pytest.param(lambda row: {"todoId": "no-such-row", "outcome": "x"}, id="unknown-row"),
+        pytest.param(lambda row: {"todoId": row.id}, id="no-outcome"),
+    ],
+)
+async def test_a_message_whose_last_plan_change_fails_still_leaves_the_plan_it_made(
+    database: Database, second_close: Callable[[PlanRow], dict[str, Any]]
+) -> None:
+    """alpha's close succeeds and a second close in the same message fails (in the tool, or in
+    argument validation before it runs): the checkpoint after the step shows alpha closed."""
+    model = ScriptedChatModel(
+        responder=closes_then(lambda row: tool_call("complete_todo", **second_close(row)))
+    )
     graph = graph_for(model, database, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "failed-last-change"}}
     result = await graph.ainvoke(
@@ -124,17 +156,46 @@ async def test_a_message_whose_last_plan_change_fails_still_gives_the_next_step_
         and isinstance(snapshot.values["messages"][-1], ToolMessage)
         and snapshot.values["messages"][-1].status == "error"
     )
-    # The snapshot the failed message could not leave ...
-    assert statuses(failed_round.values["todos"]) == ["in_progress", "pending"]
-    after_model_step = next(
+    assert statuses(failed_round.values["todos"]) == ["completed", "in_progress"]
+    assert plan_lags_behind(history) == []
+
+
+async def test_a_close_replayed_after_a_question_leaves_the_plan_it_made_and_a_fork_copies_it(
+    database: Database,
+) -> None:
+    """alpha's close and a question in one message: the run pauses, and the resumed run answers
+    the close from its recorded result. The checkpoint before the next model step shows alpha
+    closed, so a fork from it neither redoes alpha nor asks again."""
+    model = ScriptedChatModel(
+        responder=closes_then(lambda row: tool_call("ask_user", question="which colour?"))
+    )
+    graph = build_graph(
+        model,
+        tools=[build_ask_user_tool(database)],
+        database=database,
+        include_default_tools=False,
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "asked"}}
+    await graph.ainvoke(
+        {"messages": [HumanMessage(content="alpha then beta")]}, config, context=Context()
+    )
+    answered = await graph.ainvoke(Command(resume="blue"), config, context=Context())
+    assert answered["turnStatus"] == "answered"
+
+    history = [snapshot async for snapshot in graph.aget_state_history(config)]
+    assert plan_lags_behind(history) == []
+    after_question = next(
         snapshot
         for snapshot in reversed(history)
-        if snapshot.next == ("tools",)
-        and len(snapshot.values["messages"]) == len(failed_round.values["messages"]) + 1
+        if snapshot.next == ("execute",)
+        and isinstance(snapshot.values["messages"][-1], ToolMessage)
+        and snapshot.values["messages"][-1].name == "ask_user"
     )
-    # ... is there when the model step after it runs, and so when its tools run.
-    assert statuses(after_model_step.values["todos"]) == ["completed", "in_progress"]
-    assert plan_rows(model.plan_view(2))[0].mark == "x"
+    calls_before = model.calls
+    forked = await graph.ainvoke(None, after_question.config, context=Context())
+    assert [row.mark for row in plan_rows(model.plan_view(calls_before))] == ["x", ">"]
+    assert forked["turnStatus"] == "answered" and "__interrupt__" not in forked
 
 
 async def test_a_spent_budget_after_a_tool_round_ends_in_drain_without_another_call(
@@ -158,3 +219,26 @@ async def test_a_spent_budget_after_a_tool_round_ends_in_drain_without_another_c
     assert model.calls == 3
     assert steps[-3:] == ["tools", "execute", "drain"]
     assert update["drain"]["turnStatus"] == "budget_exhausted"
+
+
+async def test_a_plan_snapshot_edited_in_studio_is_put_back_to_the_stored_rows_by_the_model_step(
+    database: Database,
+) -> None:
+    """The rows are the record; ``todos`` mirrors them. A run continued from a checkpoint (here
+    after an edit made as ``tools``) has nothing handed over, so the model step reads the rows
+    and its checkpoint shows them again."""
+    model = ScriptedChatModel(responder=PlanOracle(TITLES, record_title))
+    graph = graph_for(model, database, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "edited-snapshot"}}
+    await graph.ainvoke(
+        {"messages": [HumanMessage(content="do three things")]},
+        config,
+        context=Context(),
+        interrupt_before=["execute"],
+    )
+    await graph.aupdate_state(config, {"todos": []}, as_node="tools")
+
+    await graph.ainvoke(None, config, context=Context(), interrupt_before=["tools"])
+
+    paused = await graph.aget_state(config)
+    assert statuses(paused.values["todos"]) == ["in_progress", "pending", "pending"]
