@@ -35,8 +35,8 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from agent.context import Context
-from agent.errors import ErrorCode, ToolFailure, tool_error_content
-from agent.safe_input import unstorable_arguments
+from agent.errors import tool_error_content
+from agent.safe_input import unstorable_arguments, unstorable_failure
 from agent.tool_names import IN_ORDER_METADATA, ORDERED_TOOL_NAMES
 from agent.turn_identity import issuing_message
 
@@ -229,11 +229,7 @@ async def _run_call(
         return answered
     problems = unstorable_arguments(request.tool_call.get("args") or {})
     if problems:
-        raise ToolFailure(
-            ErrorCode.VALIDATION_ERROR,
-            "The tool arguments cannot be accepted: " + "; ".join(problems) + ".",
-            "Call the tool again with plain text and numbers that fit in 64 bits.",
-        )
+        raise unstorable_failure(problems)
     token = _running_message.set(calls)
     try:
         if inner is not None:

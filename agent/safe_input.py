@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, InvalidToolCall, ToolMessage
 
-from agent.errors import ErrorCode
+from agent.errors import ErrorCode, ToolFailure, tool_error_content
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -38,6 +38,15 @@ def _has_lone_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def unstorable_failure(problems: Sequence[str]) -> ToolFailure:
+    """The error a call with unstorable arguments gets, naming them (``unstorable_arguments``)."""
+    return ToolFailure(
+        ErrorCode.VALIDATION_ERROR,
+        "The tool arguments cannot be accepted: " + "; ".join(problems) + ".",
+        "Call the tool again with plain text and numbers that fit in 64 bits.",
+    )
 
 
 def unstorable_arguments(arguments: Mapping[str, Any]) -> list[str]:
@@ -89,14 +98,9 @@ def quarantine_unstorable_calls(message: AIMessage) -> tuple[AIMessage, list[Too
                 type="invalid_tool_call", name=call["name"], args=raw, id=call["id"], error=reason
             )
         )
-        envelope = {
-            "error": ErrorCode.VALIDATION_ERROR.value,
-            "message": f"The tool arguments cannot be accepted: {reason}.",
-            "suggestion": "Call the tool again with plain text and numbers that fit in 64 bits.",
-        }
         answers.append(
             ToolMessage(
-                content=json.dumps(envelope, ensure_ascii=False),
+                content=tool_error_content(unstorable_failure(problems)),
                 tool_call_id=call["id"] or "",
                 name=call["name"],
                 status="error",
