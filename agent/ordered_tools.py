@@ -111,6 +111,11 @@ _running_message: contextvars.ContextVar[_MessageCalls | None] = contextvars.Con
 )
 """The message whose call the running task is making (each call runs in a task of its own)."""
 
+_running_position: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "turnplan_running_position", default=None
+)
+"""The position in that message of the call the running task is making."""
+
 
 def message_memo() -> dict[str, Any]:
     """A dict shared by the calls of one AI message in one run of the tools node, for the
@@ -119,6 +124,13 @@ def message_memo() -> dict[str, Any]:
     call, a fresh dict (nothing is shared)."""
     calls = _running_message.get()
     return calls.memo if calls is not None else {}
+
+
+def call_position() -> int | None:
+    """For the wrapper running a call: its position among the calls of its AI message (a call
+    id the model repeated still has a position of its own); None outside such a call, or for a
+    call that is not one of its message's."""
+    return _running_position.get()
 
 
 def request_messages(request: ToolCallRequest) -> list[AnyMessage]:
@@ -207,20 +219,24 @@ async def run_in_call_order(
     calls = _message_calls(request, tools_by_name or {}, limit)
     index = calls.claim(request.tool_call.get("id") or "")
     if index is None:  # not a call of the message it names: nothing to wait for
-        return await _run_call(request, execute, inner, calls)
+        return await _run_call(request, execute, inner, calls, None)
     try:
         await calls.wait_turn(index)
         if calls.in_order[index]:
-            return await _run_call(request, execute, inner, calls)
+            return await _run_call(request, execute, inner, calls, index)
         async with calls.slots:
-            return await _run_call(request, execute, inner, calls)
+            return await _run_call(request, execute, inner, calls, index)
     finally:
         calls.finished[index].set()
         _forget_when_done(calls)
 
 
 async def _run_call(
-    request: ToolCallRequest, execute: Execute, inner: Wrapper | None, calls: _MessageCalls
+    request: ToolCallRequest,
+    execute: Execute,
+    inner: Wrapper | None,
+    calls: _MessageCalls,
+    position: int | None,
 ) -> ToolResult:
     if calls.paused:
         raise CallAbandoned(request.tool_call.get("name", ""))
@@ -231,6 +247,7 @@ async def _run_call(
     if problems:
         raise unstorable_failure(problems)
     token = _running_message.set(calls)
+    position_token = _running_position.set(position)
     try:
         if inner is not None:
             return await inner(request, execute)
@@ -239,6 +256,7 @@ async def _run_call(
         calls.paused = True
         raise
     finally:
+        _running_position.reset(position_token)
         _running_message.reset(token)
 
 
@@ -270,4 +288,10 @@ def build_tools_node(
     )
 
 
-__all__ = ["IN_ORDER_METADATA", "build_tools_node", "message_memo", "run_in_call_order"]
+__all__ = [
+    "IN_ORDER_METADATA",
+    "build_tools_node",
+    "call_position",
+    "message_memo",
+    "run_in_call_order",
+]

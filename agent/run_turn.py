@@ -70,8 +70,12 @@ def _format_tool_call(call: ToolCall) -> str:
 
 
 def _print_tool_activity(update: Any, out: TextIO) -> None:
-    """The tool calls a node's update carries, and the errors tools returned."""
-    messages = update.get("messages", []) if isinstance(update, dict) else []
+    """The tool calls a node's update carries, and the errors tools returned. A tools step whose
+    calls changed the plan streams a list of updates (one carries the plan snapshot)."""
+    parts = update if isinstance(update, list) else [update]
+    messages = [
+        message for part in parts if isinstance(part, dict) for message in part.get("messages", [])
+    ]
     for message in messages:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:

@@ -32,6 +32,7 @@ from agent.ordered_tools import (
     Execute,
     ToolResult,
     build_tools_node,
+    call_position,
     message_memo,
     request_messages,
 )
@@ -118,11 +119,15 @@ async def _with_plan_snapshot(
     replayed from the ledger), with the plan snapshot as the message's plan changes left the
     rows; any other result as it is. The rows are the ones the last writing call handed over
     (``agent.rows_handoff``), else read: a replay or a failure hands nothing over."""
-    call_id = request.tool_call.get("id")
     if issuer is None or not isinstance(result, ToolMessage):
         return result
-    changes = [call["id"] for call in issuer.tool_calls if call["name"] in PLAN_CHANGING_TOOLS]
-    if not changes or changes[-1] != call_id:
+    changes = [
+        position
+        for position, call in enumerate(issuer.tool_calls)
+        if call["name"] in PLAN_CHANGING_TOOLS
+    ]
+    # By position, not id: a model may repeat an id, and one step takes one snapshot.
+    if not changes or changes[-1] != call_position():
         return result
     state = request.state
     values = state if isinstance(state, dict) else vars(state)

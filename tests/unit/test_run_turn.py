@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from langchain_core.messages import AIMessage
+
 from agent.run_turn import run_turn
 from storage import Database
-from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
+from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 
 
 def add(title: str) -> dict[str, Any]:
@@ -29,3 +31,29 @@ async def test_run_turn_prints_the_plan_moving_and_the_answer(database: Database
     assert "· add_task(title='eggs')" in lines
     assert "Done: 2 items." in text
     assert "turn answered · 4 LLM call(s) · 0 plan item(s) left open" in text
+
+
+async def test_a_failed_call_is_printed_in_a_round_that_also_changed_the_plan(
+    database: Database,
+) -> None:
+    """Such a tools step streams its update as a list (one part carries the plan snapshot)."""
+
+    def respond(messages: list[Any]) -> AIMessage:
+        rows = plan_rows(plan_view(messages))
+        if not rows:
+            return ai(tool_call("create_todo", items=[{"title": "alpha"}]))
+        current = next((row for row in rows if row.mark == ">"), None)
+        if current is None:
+            return AIMessage(content="done")
+        return ai(
+            tool_call("complete_todo", todoId="no-such-row", outcome="x"),
+            tool_call("complete_todo", todoId=current.id, outcome="ok"),
+        )
+
+    out = io.StringIO()
+    report = await run_turn(
+        "alpha", model=ScriptedChatModel(responder=respond), database_url=database.url, out=out
+    )
+    assert report.status == "answered"
+    failures = [line.strip() for line in out.getvalue().splitlines() if "! complete_todo" in line]
+    assert len(failures) == 1 and "no-such-row" in failures[0]

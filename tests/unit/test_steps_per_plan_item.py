@@ -88,7 +88,11 @@ async def test_every_checkpoint_before_a_model_step_holds_the_plan_its_tool_resu
     assert all(len(s.values["todos"]) == len(TITLES) for s in history if s.next == ("execute",))
 
 
-def closes_then(extra: Callable[[PlanRow], dict[str, Any]]) -> Callable[[list[Any]], AIMessage]:
+ExtraCall = Callable[[PlanRow, dict[str, Any]], dict[str, Any]]
+"""The call a message makes besides closing a row: from the row and the close itself."""
+
+
+def closes_then(extra: ExtraCall) -> Callable[[list[Any]], AIMessage]:
     """A model that plans alpha and beta and closes each in turn; the message closing alpha
     also makes the call ``extra`` gives for it."""
 
@@ -100,7 +104,7 @@ def closes_then(extra: Callable[[PlanRow], dict[str, Any]]) -> Callable[[list[An
         if current is None:
             return AIMessage(content="both done")
         close = tool_call("complete_todo", todoId=current.id, outcome=f"{current.title} ok")
-        return ai(close, extra(current)) if current.title == "alpha" else ai(close)
+        return ai(close, extra(current, close)) if current.title == "alpha" else ai(close)
 
     return respond
 
@@ -138,7 +142,7 @@ async def test_a_message_whose_last_plan_change_fails_still_leaves_the_plan_it_m
     """alpha's close succeeds and a second close in the same message fails (in the tool, or in
     argument validation before it runs): the checkpoint after the step shows alpha closed."""
     model = ScriptedChatModel(
-        responder=closes_then(lambda row: tool_call("complete_todo", **second_close(row)))
+        responder=closes_then(lambda row, _: tool_call("complete_todo", **second_close(row)))
     )
     graph = graph_for(model, database, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "failed-last-change"}}
@@ -167,7 +171,7 @@ async def test_a_close_replayed_after_a_question_leaves_the_plan_it_made_and_a_f
     the close from its recorded result. The checkpoint before the next model step shows alpha
     closed, so a fork from it neither redoes alpha nor asks again."""
     model = ScriptedChatModel(
-        responder=closes_then(lambda row: tool_call("ask_user", question="which colour?"))
+        responder=closes_then(lambda row, _: tool_call("ask_user", question="which colour?"))
     )
     graph = build_graph(
         model,
@@ -242,3 +246,18 @@ async def test_a_plan_snapshot_edited_in_studio_is_put_back_to_the_stored_rows_b
 
     paused = await graph.aget_state(config)
     assert statuses(paused.values["todos"]) == ["in_progress", "pending", "pending"]
+
+
+async def test_a_close_whose_call_id_the_model_repeats_leaves_one_snapshot_and_acts_once(
+    database: Database,
+) -> None:
+    """Some models give every call of a message the same id: the step still leaves one plan
+    snapshot (the last plan change by position), and the ledger makes the repeat act once."""
+    model = ScriptedChatModel(responder=closes_then(lambda _, close: dict(close)))
+    result = await graph_for(model, database).ainvoke(
+        {"messages": [HumanMessage(content="alpha then beta")]}, context=Context()
+    )
+
+    assert result["turnStatus"] == "answered"
+    assert statuses(result["todos"]) == ["completed", "completed"]
+    assert model.calls == 4
