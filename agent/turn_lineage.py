@@ -189,6 +189,10 @@ async def _claim_step(
         # A turn that began before turns were recorded: adopt it as it is.
         await turns.create(scope, message_id=message_id, step=step + 1, task_id=task_id)
         return TurnClaim(scope, step + 1)
+    earlier = await turns.find_fork(scope, task_id=task_id, step=step + 1)
+    if earlier is not None:  # this node forked already, and runs again (a pause, a crash)
+        fork = TurnScope(scope.conversation_id, earlier.turnId)
+        return TurnClaim(fork, step + 1, forked_from=scope.turn_id)
     fork = fork_scope(scope)
     await turns.create(
         fork,
@@ -220,6 +224,17 @@ async def claim_next_step(
         read_rows=read_rows,
         known_rows=known_rows,
     )
+
+
+async def moved_on(database: Database, scope: TurnScope, step: int) -> bool:
+    """Whether the turn has gone past ``step``: a run from this state is from an older
+    checkpoint (a fork or replay), and its next claim will fork."""
+    try:
+        async with database.session(readonly=True) as session:
+            current = await TurnRepository(session).step_of(scope)
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "turn") from error
+    return current is not None and current > step
 
 
 async def check_current(session: AsyncSession, scope: TurnScope, step: int) -> None:

@@ -32,7 +32,7 @@ from agent.rows_handoff import hand_over, take_over
 from agent.state import SupervisorState
 from agent.turn_budget import budget_after_round
 from agent.turn_identity import REMINDER_NAME
-from agent.turn_lineage import claim_next_step
+from agent.turn_lineage import claim_next_step, moved_on
 from agent.turn_outcome import (
     budget_exhausted_message,
     plan_complete_message,
@@ -72,7 +72,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         scope = TurnScope(state.conversationId, state.turnId)
         known = take_over(state.todos, scope, state.turnStep)
         try:
-            if state.approvePlan and not state.planApproved:
+            asking = state.approvePlan and not state.planApproved
+            behind = asking and await moved_on(deps.database, scope, state.turnStep)
+            if asking and not behind:
                 # Before the step is claimed: the pause must not move the turn's step on, or
                 # the run that answers it would look like a fork (``agent.turn_lineage``).
                 plan = TurnPlan(deps.database, scope)
@@ -82,6 +84,13 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 known = None  # the approval may have changed them
             claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
             rows = claim.rows or []
+            if behind and awaiting_approval(True, False, open_rows(rows)):
+                # A run from before the decision whose turn has moved on (a fork) decides on
+                # its own copy of the plan, never on the original turn's rows; run again to
+                # take the answer, its claim finds the same fork (``agent.turn_lineage``).
+                plan = TurnPlan(deps.database, claim.scope)
+                approval = await ask_for_approval(plan, rows, plan_limits(context))
+                rows, _ = await plan.rows()
             counts = count_rows(rows)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)

@@ -124,6 +124,17 @@ class TurnRepository:
         result = await connection.execute(_ADVANCE, _advance_parameters(scope, from_step, task_id))
         return bool(result.rowcount)
 
+    async def find_fork(self, scope: TurnScope, *, task_id: str, step: int) -> Turn | None:
+        """The fork of ``scope`` that ``task_id`` made at ``step`` and that has not moved on: the
+        same run of a node again (after a pause or a crash), which must not fork twice."""
+        statement = select(Turn).where(
+            Turn.conversationId == scope.conversation_id,
+            Turn.forkedFrom == scope.turn_id,
+            Turn.taskId == task_id,
+            Turn.step == step,
+        )
+        return (await self._session.execute(statement)).scalars().first()
+
     async def step_of(self, scope: TurnScope) -> int | None:
         """The turn's step, or None for a turn that never started."""
         statement = select(Turn.step).where(

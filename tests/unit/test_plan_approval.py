@@ -9,10 +9,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from sqlalchemy import select
 
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
+from storage.models import Turn
+from storage.repositories import TurnScope, TurnTodoRepository
 from storage.repositories.tasks import TaskRepository
 from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
 
@@ -175,3 +178,61 @@ async def test_a_run_without_a_new_message_after_a_message_approval_is_not_a_tur
     assert [m.content for m in again["messages"] if isinstance(m, HumanMessage) and not m.name] == [
         "add bread and milk"
     ]
+
+
+def plans_and_stalls(messages: list[BaseMessage]) -> AIMessage:
+    """Plans two items, then only ever answers: the turn stalls with both rows open."""
+    if not plan_rows(plan_view(messages)):
+        return ai(tool_call("create_todo", items=[{"title": "Add bread"}, {"title": "Add milk"}]))
+    return AIMessage(content="Not now.")
+
+
+async def test_a_fork_from_before_the_decision_decides_on_its_own_copy_of_the_plan(
+    database: Database,
+) -> None:
+    """Studio: the plan was approved and the turn stalled with its rows open; a fork from the
+    checkpoint before the decision pauses for approval again, and rejecting it there cancels
+    the fork's rows only."""
+    graph = build_graph(
+        ScriptedChatModel(responder=plans_and_stalls),
+        database=database,
+        checkpointer=InMemorySaver(),
+    )
+    context = Context(approve_plan=True)
+    await graph.ainvoke(
+        {"messages": [HumanMessage(content="bread, milk")]}, CONFIG, context=context
+    )
+    original = await graph.ainvoke(Command(resume={"action": "approve"}), CONFIG, context=context)
+    assert original["turnStatus"] == "stalled"
+    history = [snapshot async for snapshot in graph.aget_state_history(CONFIG)]
+    before_decision = next(
+        snapshot
+        for snapshot in reversed(history)  # oldest first
+        if snapshot.next == ("drain",) and snapshot.values["todos"]
+    )
+
+    await graph.ainvoke(None, before_decision.config, context=context)
+    assert (await graph.aget_state(CONFIG)).interrupts, "the fork asks for the decision again"
+    forked = await graph.ainvoke(
+        Command(resume={"action": "reject", "reason": "not today"}), CONFIG, context=context
+    )
+
+    assert forked["turnId"].startswith(f"{original['turnId']}/fork-")
+    assert [todo["status"] for todo in forked["todos"]] == ["cancelled", "cancelled"]
+    async with database.session() as session:
+        kept = await TurnTodoRepository(session).find_by_turn(
+            TurnScope(original["conversationId"], original["turnId"])
+        )
+    assert [row.status for row in kept] == ["in_progress", "pending"]
+    forks = await fork_turns(database, original["conversationId"])
+    assert len(forks) == 1, "the run that took the answer found the fork it had made"
+
+
+async def fork_turns(database: Database, conversation_id: str) -> list[str]:
+    async with database.session() as session:
+        found = await session.execute(
+            select(Turn.turnId).where(
+                Turn.conversationId == conversation_id, Turn.forkedFrom.is_not(None)
+            )
+        )
+        return list(found.scalars())
