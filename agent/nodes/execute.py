@@ -9,9 +9,10 @@ budget (``agent.turn_budget``), the reminder count starts again and the operator
 counted (``toolErrors``, right even if the turn ends here). The tools step has left the plan
 snapshot (``todos``: Studio's view, a fork's copy) as its plan changes made it; when that could
 not be (``agent.rows_handoff``: the rows handed over are not the ones it shows), it is brought
-up to date here. A budget that is spent makes no call: the step hands over to ``drain``, which
-writes the turn's honest closing answer. So a plan item costs two graph steps (this and
-``tools``) and one step claim, not three and two.
+up to date here, as it is for a fork, whose rows are new copies with ids of their own. A
+budget that is spent makes no call: the step hands over to ``drain``, which writes the turn's
+honest closing answer. So a plan item costs two graph steps (this and ``tools``) and one step
+claim, not three and two.
 """
 
 from __future__ import annotations
@@ -55,7 +56,15 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
         update = claim.update()
         todos = state.todos
         shown = handed is not None and handed.shown and claim.forked_from is None
-        if claim.rows is not None and after_tool_round(state.messages):
+        tools_ran = after_tool_round(state.messages)
+        if claim.rows is not None and not shown and (tools_ran or claim.forked_from is not None):
+            # The state's plan may be behind these rows: the tools step could not leave a
+            # snapshot of them (a call that failed before it ran, a read instead of a
+            # hand-over), or this is a fork, whose rows are new copies with ids of their own.
+            todos = [row.to_dict() for row in claim.rows]
+            update["todos"] = todos
+            shown = True
+        if claim.rows is not None and tools_ran:
             budget = budget_after_round(
                 state.iterationBudget,
                 state.llmCalls,
@@ -68,17 +77,10 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 remindersInARow=0,
                 toolErrors=operator_faults(state.messages, state.turnMessageId),
             )
-            if not shown:
-                # The tools step could not leave a snapshot of these rows (a call that failed
-                # before it ran, a read instead of a hand-over, a fork): the state's plan may be
-                # a round behind.
-                todos = [row.to_dict() for row in claim.rows]
-                update["todos"] = todos
-                shown = True
             if state.llmCalls >= budget:
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
-                hand_over(todos, claim.scope, claim.step, claim.rows, shown=True)
+                hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown)
                 return update
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).

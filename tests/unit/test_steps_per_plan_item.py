@@ -17,7 +17,9 @@ from langgraph.types import Command, StateSnapshot
 from agent.context import Context
 from agent.graph import build_graph
 from agent.tools.ask_user import build_ask_user_tool
+from agent.turn_identity import REMINDER_NAME
 from storage import Database
+from storage.repositories import TurnScope, TurnTodoRepository
 from tests.fakes import (
     PlanOracle,
     PlanRow,
@@ -261,3 +263,50 @@ async def test_a_close_whose_call_id_the_model_repeats_leaves_one_snapshot_and_a
     assert result["turnStatus"] == "answered"
     assert statuses(result["todos"]) == ["completed", "completed"]
     assert model.calls == 4
+
+
+async def test_a_fork_whose_model_step_fails_still_reports_the_forks_own_rows(
+    database: Database,
+) -> None:
+    """A fork from the checkpoint after a reminder (no tool round before its model step) copies
+    the plan with new ids; when its model call then fails, the output's plan is the fork's."""
+    failing = False
+
+    def respond(messages: list[Any]) -> AIMessage:
+        if failing:
+            raise RuntimeError("model down")
+        rows = plan_rows(plan_view(messages))
+        if not rows:
+            return ai(tool_call("create_todo", items=[{"title": "alpha"}]))
+        current = next((row for row in rows if row.mark == ">"), None)
+        if current is None:
+            return AIMessage(content="done")
+        if not any(isinstance(m, HumanMessage) and m.name == REMINDER_NAME for m in messages):
+            return AIMessage(content="done already")  # too early: the turn reminds it
+        return ai(tool_call("complete_todo", todoId=current.id, outcome="ok"))
+
+    graph = graph_for(ScriptedChatModel(responder=respond), database, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "fork-fails"}}
+    original = await graph.ainvoke(
+        {"messages": [HumanMessage(content="alpha")]}, config, context=Context()
+    )
+    assert original["turnStatus"] == "answered"
+    history = [snapshot async for snapshot in graph.aget_state_history(config)]
+    after_reminder = next(
+        snapshot
+        for snapshot in history
+        if snapshot.next == ("execute",)
+        and isinstance(snapshot.values["messages"][-1], HumanMessage)
+        and snapshot.values["messages"][-1].name == REMINDER_NAME
+    )
+
+    failing = True
+    forked = await graph.ainvoke(None, after_reminder.config, context=Context())
+
+    assert forked["turnStatus"] == "failed"
+    assert forked["turnId"].startswith(f"{original['turnId']}/fork-")
+    async with database.session() as session:
+        fork_rows = await TurnTodoRepository(session).find_by_turn(
+            TurnScope(forked["conversationId"], forked["turnId"])
+        )
+    assert [todo["id"] for todo in forked["todos"]] == [row.id for row in fork_rows]
