@@ -84,7 +84,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 known = None  # the approval may have changed them
             claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
             rows = claim.rows or []
-            if behind and awaiting_approval(True, False, open_rows(rows)):
+            if behind and open_rows(rows):
                 # A run from before the decision whose turn has moved on (a fork) decides on
                 # its own copy of the plan, never on the original turn's rows; run again to
                 # take the answer, its claim finds the same fork (``agent.turn_lineage``).

@@ -19,16 +19,10 @@ following that prompt would:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.tools import BaseTool
-from langgraph.types import Checkpointer
-
 from bench.scenario import ACTION_TOOL, action
-from bench.systems import PreparedTurn
-from bench.systems.turnplan import prepare_turnplan
+from bench.systems.turnplan import TurnplanSystem
 from bench.wire import Body, Oracle, assistant_calls, tool_results
 from tests.scripted_openai import Reply, text, tool_calls
 
@@ -74,24 +68,11 @@ def naive_oracle(titles: list[str]) -> Oracle:
     return respond
 
 
-class NaiveLoopSystem:
+class NaiveLoopSystem(TurnplanSystem):
     """turnplan's graph, driven along seed 004's naive loop."""
 
     name = "naive-loop"
     path = "create_todo; per item: act, complete_todo, list_todo; answer (3N+2)"
 
-    def unavailable(self) -> str | None:
-        return None
-
     def oracle(self, titles: list[str]) -> Oracle:
         return naive_oracle(titles)
-
-    def prepare(
-        self,
-        model: BaseChatModel,
-        tool: BaseTool,
-        workdir: Path,
-        n: int,
-        checkpointer: Checkpointer = None,
-    ) -> PreparedTurn:
-        return prepare_turnplan(model, tool, workdir, n, checkpointer)

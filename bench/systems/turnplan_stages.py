@@ -21,15 +21,9 @@ rather than measured as if it were on it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from langchain_core.language_models import BaseChatModel
-from langchain_core.tools import BaseTool
-from langgraph.types import Checkpointer
 
 from bench.scenario import action
-from bench.systems import PreparedTurn
-from bench.systems.turnplan import prepare_turnplan
+from bench.systems.turnplan import TurnplanSystem
 from bench.wire import Body, Oracle
 from tests.fakes import PlanRow, plan_rows
 from tests.http_oracle import plan_view_of
@@ -108,7 +102,7 @@ class StagesOracle:
         return text(ANSWER)
 
 
-class TurnplanStagesSystem:
+class TurnplanStagesSystem(TurnplanSystem):
     """turnplan driven along the stage path (see the module docstring)."""
 
     name = "turnplan-stages"
@@ -117,18 +111,5 @@ class TurnplanStagesSystem:
         "complete_todo for every [>] row; answer (3)"
     )
 
-    def unavailable(self) -> str | None:
-        return None
-
     def oracle(self, titles: list[str]) -> Oracle:
         return StagesOracle(titles)
-
-    def prepare(
-        self,
-        model: BaseChatModel,
-        tool: BaseTool,
-        workdir: Path,
-        n: int,
-        checkpointer: Checkpointer = None,
-    ) -> PreparedTurn:
-        return prepare_turnplan(model, tool, workdir, n, checkpointer)
