@@ -47,9 +47,15 @@ class SupervisorState(InputState):
     """Id of the current turn; scopes its ``turn_todos`` rows. Set by ``plan``."""
 
     turnStep: int = 0
-    """Nodes of this turn run so far. With the ``turns`` row's step it tells the turn's own
-    continuation from a run started at an older checkpoint (a fork, which gets a turn of its
-    own)."""
+    """Nodes of this turn run so far. With the turn's steps in the database it tells the turn's
+    own continuation from a run started at an older checkpoint (a fork, which gets a turn of its
+    own); see ``agent.turn_lineage``."""
+
+    catchUpTo: int = 0
+    """The turn's step in the database when this run found that it had already got further
+    than its checkpoint (its newest checkpoints were lost: a crash under ``durability="async"``,
+    a server retry). Until ``turnStep`` reaches it, each step is one this run took before: its
+    model answer and tool results are the recorded ones. 0 otherwise."""
 
     todos: list[TodoSnapshot] = field(default_factory=list)
     """The turn's plan rows as the last step that changed or read them left them (a tools step's

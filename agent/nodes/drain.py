@@ -73,7 +73,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         known = take_over(state.todos, scope, state.turnStep)
         try:
             asking = state.approvePlan and not state.planApproved
-            behind = asking and await moved_on(deps.database, scope, state.turnStep)
+            behind = asking and await moved_on(
+                deps.database, scope, state.turnStep, state.catchUpTo
+            )
             if asking and not behind:
                 # Before the step is claimed: the pause must not move the turn's step on, or
                 # the run that answers it would look like a fork (``agent.turn_lineage``).
