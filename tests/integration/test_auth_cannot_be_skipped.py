@@ -5,7 +5,7 @@
 ``langgraph dev``'s own routes outside authentication (``/internal/*``, ``/deploy``) are refused
 to everyone. A second server runs with ``disable_studio_auth`` left out of ``langgraph.json`` and
 shows the ownership rules still refuse the Studio header: no data, no run, no action as another
-user."""
+user. Without tokens, Studio and plain clients keep the open server."""
 
 from __future__ import annotations
 
@@ -200,3 +200,12 @@ def test_without_disable_studio_auth_the_studio_header_still_gets_nothing(
 
         mine = client.post("/threads/search", json={}, headers=ALICE)
         assert [thread["thread_id"] for thread in mine.json()] == [ids["thread"]]
+
+
+def test_without_tokens_studio_and_plain_clients_use_the_open_server(dev_server: DevServer) -> None:
+    with httpx.Client(base_url=dev_server.url, timeout=60) as client:
+        created = client.post("/threads", json={}, headers=STUDIO)
+        assert created.status_code == 200, created.text
+        found = client.post("/threads/search", json={}, headers={})
+        assert [thread["thread_id"] for thread in found.json()] == [created.json()["thread_id"]]
+        assert client.get("/deploy").status_code != 403, "dev routes stay on the open server"
