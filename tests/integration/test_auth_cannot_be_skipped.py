@@ -1,7 +1,8 @@
 """With ``TURNPLAN_AUTH_TOKENS`` set, no header a client sends gets it past authentication on
 ``langgraph dev``: every route family refuses a request with no headers, with Studio's
 ``x-auth-scheme: langsmith`` (which langgraph-api hands to a no-op Studio backend unless
-``langgraph.json`` says ``disable_studio_auth``), or with a wrong token, and serves a valid token.
+``langgraph.json`` says ``disable_studio_auth``), or with a wrong token, and serves a valid token;
+so do langgraph-api's MCP and A2A endpoints.
 ``langgraph dev``'s own routes outside authentication (``/internal/*``, ``/deploy``) are refused
 to everyone. A second server runs with ``disable_studio_auth`` left out of ``langgraph.json`` and
 shows the ownership rules still refuse the Studio header: no data, no run, no action as another
@@ -49,9 +50,15 @@ class Probe:
     method: str
     path: str
     body: dict[str, Any] | None = None
+    accept: str = "application/json"
 
     def send(self, client: httpx.Client, ids: dict[str, str], headers: dict[str, str]) -> Any:
-        return client.request(self.method, self.path.format(**ids), json=self.body, headers=headers)
+        return client.request(
+            self.method,
+            self.path.format(**ids),
+            json=self.body,
+            headers={"Accept": self.accept, **headers},
+        )
 
 
 PROBES = [
@@ -82,6 +89,33 @@ PROBES = [
     ),
     Probe("store", "POST", "/store/items/search", {"namespace_prefix": ["notes"]}),
 ]
+PROTOCOL_PROBES = [
+    Probe(
+        "mcp",
+        "POST",
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        accept="application/json, text/event-stream",
+    ),
+    Probe(
+        "a2a",
+        "POST",
+        "/a2a/{assistant}",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "message": {
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                    "messageId": "m1",
+                }
+            },
+        },
+    ),
+]
+"""langgraph-api's MCP and A2A endpoints: other doors to the same assistants, threads and runs."""
 DEV_ONLY_PROBES = [
     Probe("dev routes", "GET", "/internal/debug/thread/{thread}"),
     Probe("dev routes", "POST", "/internal/truncate"),
@@ -147,7 +181,7 @@ def test_every_route_wants_a_valid_token_whatever_else_is_sent(closed_server: De
         ids = alices_thread(client, closed_server)
         model_calls = len(closed_server.model.requests)
 
-        for probe in PROBES + DEV_ONLY_PROBES:
+        for probe in PROBES + PROTOCOL_PROBES + DEV_ONLY_PROBES:
             for name, headers in REFUSED_HEADERS.items():
                 response = probe.send(client, ids, headers)
                 assert response.status_code in (401, 403), (probe, name, response.text)
@@ -158,7 +192,7 @@ def test_every_route_wants_a_valid_token_whatever_else_is_sent(closed_server: De
         assert task_rows(closed_server) == [("alice", "milk")]
 
         closed_server.model.respond_with(answer_everything)
-        for probe in PROBES:
+        for probe in PROBES + PROTOCOL_PROBES:
             response = probe.send(client, ids, ALICE)
             assert response.is_success, (probe, response.status_code, response.text)
         for probe in DEV_ONLY_PROBES:

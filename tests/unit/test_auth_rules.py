@@ -7,11 +7,12 @@ with the tokens variable set."""
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph_sdk import Auth
-from langgraph_sdk.auth.types import AuthContext, StudioUser
+from langgraph_sdk.auth.types import AuthContext, BaseUser, StudioUser
 
 from agent.auth import (
     AUTHENTICATED,
@@ -38,7 +39,7 @@ def server_run(user_id: str, permissions: list[str]) -> RunnableConfig:
 def studio_request() -> AuthContext:
     """What the ownership rules see for a request langgraph-api gave to its Studio backend."""
     return AuthContext(
-        user=StudioUser("langgraph-studio-user"),
+        user=cast(BaseUser, StudioUser("langgraph-studio-user")),  # the SDK's own Studio user
         permissions=[],
         resource="threads",
         action="search",
