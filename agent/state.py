@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "failed"]
+TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
 
 TodoSnapshot = dict[str, Any]
 """One ``turn_todos`` row in seed 004's ``list_todo`` shape."""
@@ -84,8 +84,12 @@ class SupervisorState(InputState):
     """The user approved the turn's plan (only asked when ``Context.approve_plan``)."""
 
     turnStatus: TurnStatus = "running"
-    """How the turn ended: answered; budget_exhausted or stalled (an honest partial answer
-    listing what was and was not done); failed (model or database error)."""
+    """How the turn ended: answered (the model's own words, or, when the last allowed call
+    closed the last item, the completed plan); budget_exhausted or stalled (an honest partial
+    answer listing what was and was not done); no_answer (the model replied with nothing, no
+    text and no tool call, twice in a row, the second time when asked again for a reply, or on
+    the last call the budget allowed: the message says so and gives the plan's state); failed
+    (model or database error). Only answered is an answer."""
 
     toolErrors: int = 0
     """Tool calls of this turn that failed through no fault of the model (``DATABASE_ERROR``,
@@ -108,7 +112,7 @@ class OutputState:
     turnId: str = ""
     """Id of the turn; its ``turn_todos`` rows carry it."""
     turnStatus: TurnStatus = "running"
-    """answered, budget_exhausted, stalled or failed."""
+    """answered, budget_exhausted, stalled, no_answer or failed (see SupervisorState)."""
     todos: list[TodoSnapshot] = field(default_factory=list)
     """The turn's plan rows as the turn left them (empty when it made no plan)."""
     toolErrors: int = 0
