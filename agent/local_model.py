@@ -105,8 +105,10 @@ our server, so the child does not inherit them."""
 STARTUP_TIMEOUT = 120.0
 """Seconds to wait for ``/v1/models``; a cold start takes a few seconds, a loaded CI box more."""
 
-STOP_TIMEOUT = 10.0
-"""Seconds between SIGTERM and SIGKILL."""
+STOP_TIMEOUT = 3.0
+"""Seconds between SIGTERM and SIGKILL. Idle, the server stops in a fraction of a second; with a
+generation in flight it would finish it first (uvicorn waits for open requests, llama.cpp's
+worker thread is not interruptible), which nobody waits for once turnplan is stopping."""
 
 STDERR_TAIL_CHARS = 2000
 
