@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from agent.tools.mcp import McpTools
 from tests.http_oracle import HttpPlanOracle
 from tests.integration.test_todolist_mcp import http_server
 from tests.scripted_openai import ScriptedOpenAIServer
@@ -159,3 +160,21 @@ async def test_turnplan_run_closes_its_mcp_sessions_and_keeps_server_logs_apart(
     assert STDERR_LINE not in output
     log = tmp_path / ".turnplan" / "logs" / "mcp-notes.log"
     assert STDERR_LINE in log.read_text()
+
+
+async def test_a_server_that_cannot_start_is_reported_with_its_log_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    failing = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-c", "import sys; sys.exit('notes: cannot read notes.toml')"],
+    }
+    mcp = McpTools({"notes": failing}, stderr_dir=tmp_path / "logs")
+
+    assert await mcp.tools() == []
+
+    log = tmp_path / "logs" / "mcp-notes.log"
+    assert log.read_text() == "notes: cannot read notes.toml\n"
+    assert "MCP server 'notes' could not start" in caplog.text
+    assert f"(its stderr: {log})" in caplog.text
