@@ -157,17 +157,21 @@ def _cancel_on_signals() -> list[signal.Signals]:
     """Make SIGINT and SIGTERM cancel the running command, so its ``finally`` blocks stop what
     it started (the model server, MCP sessions and servers) before the process exits; SIGTERM's
     default would end the process with none of that. Returns the list the first signal is
-    recorded in. A second signal does not interrupt the clean-up (SIGKILL still does, and the
-    children end anyway: see ``agent.child_process``)."""
+    recorded in.
+
+    After the first, both signals get their defaults back (KeyboardInterrupt, termination): a
+    second one ends the process at once, should the clean-up hang. Its children end even then:
+    see ``agent.child_process``."""
     loop = asyncio.get_running_loop()
     command = asyncio.current_task()
     assert command is not None
     received: list[signal.Signals] = []
 
     def stop(signum: signal.Signals) -> None:
-        if not received:
-            received.append(signum)
-            command.cancel()
+        received.append(signum)
+        for handled in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(handled)  # back to KeyboardInterrupt and SIG_DFL
+        command.cancel()
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop, signum)
