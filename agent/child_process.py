@@ -18,8 +18,10 @@ How, in two pieces:
 - ``spawn(command, ...)`` is ``subprocess.Popen`` of the guarded command, forked from one
   long-lived thread of this module. Linux sends the parent-death signal when the *thread* that
   forked the child ends, not the process: a server started from ``asyncio.to_thread``'s worker
-  would be killed when the event loop that owned that worker closed, while the process (and the
-  shared server's other users) lived on. The spawner thread ends only with the process.
+  would be killed when the event loop that owned that worker closed (measured: SIGTERM as
+  ``asyncio.run`` shut its executor down), while the process (and the shared server's other
+  users) lived on. The spawner thread ends only with the process. An MCP client forks its
+  stdio servers from the event loop's thread, whose end closes their sessions anyway.
 
 Elsewhere than Linux there is no parent-death signal: the launcher only execs, and children end
 through the orderly stops alone.
@@ -176,7 +178,14 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     """The launcher: arm the parent-death signal, check the parent, redirect stderr, exec."""
     args = _parse(sys.argv[1:] if argv is None else argv)
     if HAS_PARENT_DEATH_SIGNAL:
-        _arm_parent_death_signal(signal.Signals[args.signal])
+        try:
+            _arm_parent_death_signal(signal.Signals[args.signal])
+        except OSError as error:  # a sandbox that forbids prctl: run, but say what is lost
+            print(
+                f"child_process: {error}; {args.command[0]!r} will not end with its parent "
+                "if the parent is killed",
+                file=sys.stderr,
+            )
     if os.getppid() != args.parent:
         # The parent died between fork and prctl (its children were re-parented), so no signal
         # will ever come: do not start something nobody will stop.
