@@ -13,9 +13,9 @@ reads and updates, drawing) there is no context and nothing to check.
 ``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan and one
 guard. Lifespan: when the server stops, MCP sessions are closed (their stdio servers end), the
 embedded model server is stopped, and the database engine is disposed on the server's own event
-loop, so SQLite checkpoints its write-ahead
-log into the database file and leaves no ``-wal`` behind. Guard: ``langgraph dev`` (the in-memory
-runtime) serves routes of its own outside authentication: ``/internal/truncate`` wipes every
+loop, so SQLite checkpoints its write-ahead log into the database file and leaves no ``-wal``
+behind. Guard: ``langgraph dev`` (the in-memory runtime) serves routes of its own outside
+authentication: ``/internal/truncate`` wipes every
 thread, ``/internal/debug/thread/<id>`` returns any user's thread to anyone, ``/deploy`` starts a
 LangSmith deployment. Middleware of ``app`` wraps every route the server has, so with
 ``TURNPLAN_AUTH_TOKENS`` set it refuses those (403) whoever asks: no user's token may wipe or
