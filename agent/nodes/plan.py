@@ -55,27 +55,27 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         identity = identity_of(config)
         running = state.turnStatus == "running" and bool(state.turnId)
         try:
-            if human is not None and human.id and human.id == state.turnMessageId and running:
-                # The turn's own message again on a turn still running: its run resumed.
-                return await resumed_turn_update(deps.database, state)
             resent = (
                 await resumed_turn_of_run(deps.database, state, identity, context, config)
                 if human is not None
                 else None
             )
+            if human is not None and (resent == state.turnId or human.id == state.turnMessageId):
+                # This run's input again on a checkpoint inside its turn (agent.turn_resume): a
+                # copy with a new id is dropped; a running turn goes on, catching up; an ended
+                # one (a server retry of a run that had finished) stays as it ended. The same
+                # message from another run is no new request (below).
+                again = resent == state.turnId or (running and human.id == state.turnMessageId)
+                dropped = human.id != state.turnMessageId
+                update: dict[str, Any] = (
+                    {"messages": [RemoveMessage(id=human.id or "")]} if dropped else {}
+                )
+                if again and running:
+                    return {**await resumed_turn_update(deps.database, state), **update}
+                if again:
+                    return update
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
-        if human is not None and resent is not None and resent == state.turnId:
-            # A server retry applied the run's input again (a copy with a new id) to a
-            # checkpoint inside its turn: drop the copy; a running turn goes on, an ended one
-            # stays as it ended.
-            dropped: dict[str, Any] = {"messages": [RemoveMessage(id=human.id or "")]}
-            if not running:
-                return dropped
-            try:
-                return {**await resumed_turn_update(deps.database, state), **dropped}
-            except ToolFailure as failure:
-                return end_turn_with_failure(failure.message, None)
         # A run with no new human message (empty input on an existing thread) is not a turn:
         # re-running a finished one would resume its rows, which seed 004 rules out.
         if human is None or (human.id and human.id == state.turnMessageId):
