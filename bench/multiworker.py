@@ -1,19 +1,152 @@
 """``python -m bench.multiworker``: turnplan on a LangGraph Server with several worker processes.
 
     python -m bench.multiworker setup      # the workers' environment, .turnplan/mw-venv
-    python -m bench.multiworker run        # turns per minute, 1 and 2 workers, 40 and 120 turns,
-                                           # then a kill -9 of one of two workers mid-turn
+    python -m bench.multiworker run        # turns per minute with 1 and 2 workers at 40 and 120
+                                           # concurrent turns, then a kill -9 of one of two
+                                           # workers in the middle of 40 turns
 
 Needs ``redis-server`` on the PATH (``apt-get install -y redis-server``); PostgreSQL comes from
-``pgserver``. See ``tests/multiworker.py`` for the cluster and the stub model.
+``pgserver``. The cluster, the client and the stub model are ``tests/multiworker.py``: each turn
+plans three rows and adds one personal task per row (five model calls), the model answers at
+once, every turn is submitted on its own thread through ``langgraph-sdk`` with the server's
+default durability (``"async"``), and every worker runs up to ``--jobs`` runs at once (10, the
+runtime's default). Throughput is turns ended over the wall time from the first submission to
+the last turn's end; a figure counts only if every turn answered and turnplan's tables show no
+fork, no task twice, none missing and no open row.
+
+The report goes to stdout and ``bench/results/multiworker.md`` (git-ignored).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
+import tempfile
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
 
-from tests.multiworker import MW_VENV, setup_venv
+from tests.http_oracle import LockstepOracle
+from tests.multiworker import (
+    MW_VENV,
+    Cluster,
+    Damage,
+    KillSwitch,
+    TurnOutcome,
+    cluster,
+    damage,
+    setup_venv,
+    submit_turns,
+)
+
+ROWS = 3
+CALLS_PER_TURN = ROWS + 2
+"""Plan and act, then complete-and-act per row, then the answer."""
+RESULTS = Path(__file__).parent / "results" / "multiworker.md"
+
+
+@dataclass
+class Measurement:
+    """One load: how many turns, on how many workers, how fast, and what they left."""
+
+    label: str
+    workers: int
+    turns: int
+    seconds: float
+    answered: int
+    damage: Damage
+    killed_after: int | None = None
+    """Model answers sent when a worker was killed (None: no kill)."""
+
+    @property
+    def per_minute(self) -> float:
+        """Turns ended per minute."""
+        return self.turns / self.seconds * 60
+
+    def row(self) -> str:
+        """The measurement as a markdown table row."""
+        d = self.damage
+        kill = "—" if self.killed_after is None else f"after answer {self.killed_after}"
+        return (
+            f"| {self.label} | {self.workers} | {self.turns} | {kill} | {self.seconds:.1f} | "
+            f"{self.per_minute:.0f} | {self.answered}/{self.turns} | {d.forks} | "
+            f"{d.duplicates} | {d.missing} | {d.open_rows} |"
+        )
+
+
+HEADER = (
+    "| load | workers | turns | kill -9 | seconds | turns/min | answered | forks | "
+    "tasks twice | tasks missing | open rows |\n"
+    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def answered(outcomes: Sequence[TurnOutcome]) -> int:
+    """Turns whose run succeeded with the turn answered and no tool error."""
+    return sum(
+        1
+        for o in outcomes
+        if not o.error
+        and o.run_status == "success"
+        and o.turn_status == "answered"
+        and o.tool_errors in (0, None)
+    )
+
+
+def measure(
+    group: Cluster, label: str, turns: int, *, kill_after: int | None = None
+) -> Measurement:
+    """Submit ``turns`` turns at once and wait for all; with ``kill_after``, SIGKILL the first
+    worker once the model has sent that many answers."""
+    switch = (
+        KillSwitch(group.workers[0], after_answers=kill_after) if kill_after is not None else None
+    )
+    oracle = LockstepOracle(expected=1, rows=ROWS, on_answer=switch)  # no holding back
+    group.model.respond_with(oracle)
+    prefix = f"{label.replace(' ', '-')}-{len(group.workers)}w{turns}"
+    keys = [f"{prefix}-t{i}" for i in range(turns)]
+    started = time.monotonic()
+    outcomes = submit_turns(group.live_urls(), keys, ROWS, timeout=900)
+    seconds = time.monotonic() - started
+    result = Measurement(
+        label=label,
+        workers=len(group.workers),
+        turns=turns,
+        seconds=seconds,
+        answered=answered(outcomes),
+        damage=damage(group.turnplan_dsn, outcomes, oracle),
+        killed_after=kill_after,
+    )
+    print(result.row(), flush=True)
+    return result
+
+
+def run(loads: Sequence[int], workers: Sequence[int], jobs: int, kill_turns: int) -> str:
+    """Every load on every worker count, then the kill -9; the report as markdown."""
+    results: list[Measurement] = []
+    print(HEADER, flush=True)
+    with tempfile.TemporaryDirectory(prefix="mw-bench-") as folder:
+        for count in workers:
+            with cluster(Path(folder) / f"w{count}", workers=count, jobs=jobs) as group:
+                for turns in loads:
+                    results.append(measure(group, "steady", turns))
+                if count >= 2 and kill_turns:
+                    middle = kill_turns * CALLS_PER_TURN // 2
+                    results.append(measure(group, "kill -9", kill_turns, kill_after=middle))
+    lines = [
+        f"Date {time.strftime('%Y-%m-%d')}; {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; "
+        f"langgraph-runtime-pg 0.11.1.post1 (langgraph-api 0.11.1) in {MW_VENV.name}; "
+        f"langgraph-sdk {version('langgraph-sdk')} client; {jobs} jobs per worker; "
+        f"{ROWS} rows per turn ({CALLS_PER_TURN} model calls), instant stub model.",
+        "",
+        HEADER,
+        *(r.row() for r in results),
+    ]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -21,10 +154,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.multiworker")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("setup", help=f"create {MW_VENV} (langgraph-runtime-pg and this project)")
+    bench = commands.add_parser("run", help="turns per minute, and a kill -9 in the middle")
+    bench.add_argument("--turns", type=int, nargs="+", default=[40, 120])
+    bench.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    bench.add_argument("--jobs", type=int, default=10, help="runs per worker at once")
+    bench.add_argument("--kill-turns", type=int, default=40, help="0: no kill run")
     args = parser.parse_args(argv)
     if args.command == "setup":
         setup_venv(quiet=False)
         print(f"ready: {MW_VENV}")
+        return
+    report = run(args.turns, args.workers, args.jobs, args.kill_turns)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(report + "\n")
+    print(f"\n{report}\n\nwritten to {RESULTS}")
 
 
 if __name__ == "__main__":
