@@ -4,6 +4,9 @@
     python -m bench.multiworker run        # turns per minute with 1 and 2 workers at 40 and 120
                                            # concurrent turns, then a kill -9 of one of two
                                            # workers in the middle of 40 turns
+    python -m bench.multiworker run --durability sync      # the same, runs asking for "sync"
+    python -m bench.multiworker rounds --rounds 14         # the multi-worker test's rounds,
+                                                           # counted, without asserting
 
 Needs ``redis-server`` on the PATH (``apt-get install -y redis-server``); PostgreSQL comes from
 ``pgserver``. The cluster, the client and the stub model are ``tests/multiworker.py``: each turn
@@ -29,6 +32,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+from langgraph_sdk.schema import Durability
+
 from tests.http_oracle import LockstepOracle
 from tests.multiworker import (
     MW_VENV,
@@ -38,6 +43,7 @@ from tests.multiworker import (
     TurnOutcome,
     cluster,
     damage,
+    kill_round,
     setup_venv,
     submit_turns,
 )
@@ -97,7 +103,12 @@ def answered(outcomes: Sequence[TurnOutcome]) -> int:
 
 
 def measure(
-    group: Cluster, label: str, turns: int, *, kill_after: int | None = None
+    group: Cluster,
+    label: str,
+    turns: int,
+    *,
+    kill_after: int | None = None,
+    durability: Durability | None = None,
 ) -> Measurement:
     """Submit ``turns`` turns at once and wait for all; with ``kill_after``, SIGKILL the first
     worker once the model has sent that many answers."""
@@ -109,7 +120,7 @@ def measure(
     prefix = f"{label.replace(' ', '-')}-{len(group.workers)}w{turns}"
     keys = [f"{prefix}-t{i}" for i in range(turns)]
     started = time.monotonic()
-    outcomes = submit_turns(group.live_urls(), keys, ROWS, timeout=900)
+    outcomes = submit_turns(group.live_urls(), keys, ROWS, timeout=900, durability=durability)
     seconds = time.monotonic() - started
     result = Measurement(
         label=label,
@@ -124,7 +135,13 @@ def measure(
     return result
 
 
-def run(loads: Sequence[int], workers: Sequence[int], jobs: int, kill_turns: int) -> str:
+def run(
+    loads: Sequence[int],
+    workers: Sequence[int],
+    jobs: int,
+    kill_turns: int,
+    durability: Durability | None = None,
+) -> str:
     """Every load on every worker count, then the kill -9; the report as markdown."""
     results: list[Measurement] = []
     print(HEADER, flush=True)
@@ -132,21 +149,56 @@ def run(loads: Sequence[int], workers: Sequence[int], jobs: int, kill_turns: int
         for count in workers:
             with cluster(Path(folder) / f"w{count}", workers=count, jobs=jobs) as group:
                 for turns in loads:
-                    results.append(measure(group, "steady", turns))
+                    results.append(measure(group, "steady", turns, durability=durability))
                 if count >= 2 and kill_turns:
                     middle = kill_turns * CALLS_PER_TURN // 2
-                    results.append(measure(group, "kill -9", kill_turns, kill_after=middle))
+                    results.append(
+                        measure(
+                            group, "kill -9", kill_turns, kill_after=middle, durability=durability
+                        )
+                    )
     lines = [
         f"Date {time.strftime('%Y-%m-%d')}; {platform.machine()}, "
         f"{os.cpu_count()} CPUs; "
         f"langgraph-runtime-pg 0.11.1.post1 (langgraph-api 0.11.1) in {MW_VENV.name}; "
         f"langgraph-sdk {version('langgraph-sdk')} client; {jobs} jobs per worker; "
-        f"{ROWS} rows per turn ({CALLS_PER_TURN} model calls), instant stub model.",
+        f"{ROWS} rows per turn ({CALLS_PER_TURN} model calls), instant stub model; "
+        f"durability {durability or 'async (the server default)'}.",
         "",
         HEADER,
         *(r.row() for r in results),
     ]
     return "\n".join(lines)
+
+
+def kill_rounds(rounds: int, turns: int, durability: Durability | None) -> None:
+    """The rounds of ``tests/integration/test_multiworker.py``, with a durability to compare."""
+    totals = [0, 0, 0, 0, 0]
+    with (
+        tempfile.TemporaryDirectory(prefix="mw-rounds-") as folder,
+        cluster(Path(folder), workers=2, jobs=turns) as group,
+    ):
+        for number in range(1, rounds + 1):
+            result = kill_round(
+                group,
+                number,
+                turns=turns,
+                rows=ROWS,
+                burst=2 + number % 2,
+                delay=(number % 5) * 0.01,
+                durability=durability,
+            )
+            print(result.line(), flush=True)
+            d = result.damage
+            for i, n in enumerate(
+                (d.forks, d.duplicates, d.missing, d.open_rows, len(result.failures))
+            ):
+                totals[i] += n
+    print(
+        f"durability {durability or 'async (default)'}, {rounds} rounds: forks {totals[0]}, "
+        f"duplicates {totals[1]}, missing {totals[2]}, open rows {totals[3]}, "
+        f"failed turns {totals[4]}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -159,12 +211,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     bench.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     bench.add_argument("--jobs", type=int, default=10, help="runs per worker at once")
     bench.add_argument("--kill-turns", type=int, default=40, help="0: no kill run")
+    bench.add_argument("--durability", choices=["sync", "async", "exit"], default=None)
+    rounds = commands.add_parser(
+        "rounds", help="the multi-worker test's rounds, printed: 20 turns in step, one kill each"
+    )
+    rounds.add_argument("--rounds", type=int, default=8)
+    rounds.add_argument("--turns", type=int, default=20)
+    rounds.add_argument("--durability", choices=["sync", "async", "exit"], default=None)
     args = parser.parse_args(argv)
     if args.command == "setup":
         setup_venv(quiet=False)
         print(f"ready: {MW_VENV}")
         return
-    report = run(args.turns, args.workers, args.jobs, args.kill_turns)
+    if args.command == "rounds":
+        kill_rounds(args.rounds, args.turns, args.durability)
+        return
+    report = run(args.turns, args.workers, args.jobs, args.kill_turns, args.durability)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(report + "\n")
     print(f"\n{report}\n\nwritten to {RESULTS}")

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import psycopg
 from langgraph_sdk import get_sync_client
+from langgraph_sdk.schema import Durability
 
 from tests.dev_server import REPO, SCRIPTED_MODEL
 from tests.http_oracle import LockstepOracle
@@ -310,9 +311,16 @@ def request_text(key: str, rows: int) -> str:
     return f"Do these {rows} things for turn {key}."
 
 
-def run_turn(urls: Sequence[str], index: int, key: str, rows: int, timeout: float) -> TurnOutcome:
+def run_turn(
+    urls: Sequence[str],
+    index: int,
+    key: str,
+    rows: int,
+    timeout: float,
+    durability: Durability | None = None,
+) -> TurnOutcome:
     """Create a thread and a run on ``urls[index % len]``, wait for it (moving to another worker
-    if this one stops answering), and read how it ended."""
+    if this one stops answering), and read how it ended. ``durability`` None: the server's."""
     outcome = TurnOutcome(key)
     order = [urls[(index + i) % len(urls)] for i in range(len(urls))]
     deadline = time.monotonic() + timeout
@@ -327,6 +335,7 @@ def run_turn(urls: Sequence[str], index: int, key: str, rows: int, timeout: floa
                 "supervisor",
                 input=turn_input,
                 context={"user_id": f"user-{key}"},
+                durability=durability,  # None is left out: the server's default
             )
             outcome.run_id = run_id = run["run_id"]
         attempt = 0
@@ -359,13 +368,18 @@ def run_turn(urls: Sequence[str], index: int, key: str, rows: int, timeout: floa
 
 
 def submit_turns(
-    urls: Sequence[str], keys: Sequence[str], rows: int, *, timeout: float = 300
+    urls: Sequence[str],
+    keys: Sequence[str],
+    rows: int,
+    *,
+    timeout: float = 300,
+    durability: Durability | None = None,
 ) -> list[TurnOutcome]:
     """Run every turn at once, each on its own thread, and return how each ended."""
     outcomes: list[TurnOutcome | None] = [None] * len(keys)
 
     def one(i: int) -> None:
-        outcomes[i] = run_turn(urls, i, keys[i], rows, timeout)
+        outcomes[i] = run_turn(urls, i, keys[i], rows, timeout, durability)
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(keys))]
     for thread in threads:
@@ -491,7 +505,14 @@ class RoundResult:
 
 
 def kill_round(
-    group: Cluster, number: int, *, turns: int, rows: int, burst: int, delay: float
+    group: Cluster,
+    number: int,
+    *,
+    turns: int,
+    rows: int,
+    burst: int,
+    delay: float,
+    durability: Durability | None = None,
 ) -> RoundResult:
     """Submit ``turns`` turns in step, SIGKILL one worker ``delay`` s after the stub model's
     ``burst``-th burst of answers, let the other workers finish, restart the killed one."""
@@ -504,7 +525,7 @@ def kill_round(
     group.model.respond_with(oracle)
     keys = [f"r{number}t{i}" for i in range(turns)]
     started = time.monotonic()
-    outcomes = submit_turns([w.url for w in group.workers], keys, rows)
+    outcomes = submit_turns([w.url for w in group.workers], keys, rows, durability=durability)
     ended = time.monotonic()
     return RoundResult(
         number=number,
