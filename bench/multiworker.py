@@ -7,6 +7,7 @@
     python -m bench.multiworker run --durability sync      # the same, runs asking for "sync"
     python -m bench.multiworker rounds --rounds 14         # the multi-worker test's rounds,
                                                            # counted, without asserting
+    python -m bench.multiworker compare --repeat 3         # "async" against "sync", alternated
 
 Needs ``redis-server`` on the PATH (``apt-get install -y redis-server``); PostgreSQL comes from
 ``pgserver``. The cluster, the client and the stub model are ``tests/multiworker.py``: each turn
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -171,6 +173,33 @@ def run(
     return "\n".join(lines)
 
 
+def compare(workers: int, turns: int, jobs: int, repeat: int) -> str:
+    """Turns per minute with the server's default durability and with ``"sync"``, alternated on
+    the same workers so both see the same machine; the medians as markdown."""
+    modes: tuple[Durability, ...] = ("async", "sync")
+    per_minute: dict[str, list[float]] = {mode: [] for mode in modes}
+    print(HEADER, flush=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="mw-compare-") as folder,
+        cluster(Path(folder), workers=workers, jobs=jobs) as group,
+    ):
+        for rep in range(1, repeat + 1):
+            for mode in modes:
+                result = measure(group, f"{mode} #{rep}", turns, durability=mode)
+                if result.answered == turns and result.damage.clean:
+                    per_minute[mode].append(result.per_minute)
+    lines = [
+        f"{workers} workers, {turns} concurrent turns, {jobs} jobs per worker, "
+        f"{repeat} alternations; median turns per minute (runs that were not clean excluded):"
+    ]
+    lines += [
+        f"- {mode}: {statistics.median(v):.0f} ({', '.join(f'{x:.0f}' for x in v)})"
+        for mode, v in per_minute.items()
+        if v
+    ]
+    return "\n".join(lines)
+
+
 def kill_rounds(rounds: int, turns: int, durability: Durability | None) -> None:
     """The rounds of ``tests/integration/test_multiworker.py``, with a durability to compare."""
     totals = [0, 0, 0, 0, 0]
@@ -215,6 +244,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     rounds = commands.add_parser(
         "rounds", help="the multi-worker test's rounds, printed: 20 turns in step, one kill each"
     )
+    versus = commands.add_parser("compare", help='turns per minute, "async" against "sync"')
+    versus.add_argument("--workers", type=int, default=2)
+    versus.add_argument("--turns", type=int, default=40)
+    versus.add_argument("--jobs", type=int, default=10)
+    versus.add_argument("--repeat", type=int, default=3)
     rounds.add_argument("--rounds", type=int, default=8)
     rounds.add_argument("--turns", type=int, default=20)
     rounds.add_argument("--durability", choices=["sync", "async", "exit"], default=None)
@@ -222,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "setup":
         setup_venv(quiet=False)
         print(f"ready: {MW_VENV}")
+        return
+    if args.command == "compare":
+        print(compare(args.workers, args.turns, args.jobs, args.repeat))
         return
     if args.command == "rounds":
         kill_rounds(args.rounds, args.turns, args.durability)
