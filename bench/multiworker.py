@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import statistics
 import tempfile
 import time
@@ -119,7 +120,8 @@ def measure(
     )
     oracle = LockstepOracle(expected=1, rows=ROWS, on_answer=switch)  # no holding back
     group.model.respond_with(oracle)
-    prefix = f"{label.replace(' ', '-')}-{len(group.workers)}w{turns}"
+    # A turn's key must stay one word for the stub model (``tests.http_oracle.TURN_KEY``).
+    prefix = re.sub(r"[^A-Za-z0-9]+", "-", f"{label} {len(group.workers)}w{turns}")
     keys = [f"{prefix}-t{i}" for i in range(turns)]
     started = time.monotonic()
     outcomes = submit_turns(group.live_urls(), keys, ROWS, timeout=900, durability=durability)
