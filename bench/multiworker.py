@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+import psycopg
 from langgraph_sdk.schema import Durability
 
 from tests.http_oracle import LockstepOracle
@@ -43,6 +44,7 @@ from tests.multiworker import (
     Cluster,
     Damage,
     KillSwitch,
+    RoundResult,
     TurnOutcome,
     cluster,
     damage,
@@ -202,6 +204,27 @@ def compare(workers: int, turns: int, jobs: int, repeat: int) -> str:
     return "\n".join(lines)
 
 
+def lost_tasks_report(group: Cluster, result: RoundResult) -> str:
+    """For each turn with a task never added: its rows, its turns and its recorded tool results,
+    to see where the side effect went."""
+    keys = {t.rsplit(" row ", 1)[0] for t in result.damage.missing_titles}
+    threads = [o.thread_id for o in result.outcomes if o.key in keys]
+    lines = [f"  tasks never added: {', '.join(result.damage.missing_titles)}"]
+    with psycopg.connect(group.turnplan_dsn) as connection:
+        for table, columns in (
+            ("turns", '"turnId", step, "taskId", "forkedFrom"'),
+            ("turn_todos", '"turnId", title, status, outcome'),
+            ("tool_results", '"turnId", "toolName", "toolCallId", content'),
+        ):
+            for row in connection.execute(
+                f'SELECT "conversationId", {columns} FROM {table} '
+                'WHERE "conversationId" = ANY(%s) ORDER BY "createdAt"',
+                (threads,),
+            ).fetchall():
+                lines.append(f"  {table}: " + " | ".join(str(v)[:120] for v in row))
+    return "\n".join(lines)
+
+
 def kill_rounds(rounds: int, turns: int, durability: Durability | None) -> None:
     """The rounds of ``tests/integration/test_multiworker.py``, with a durability to compare."""
     totals = [0, 0, 0, 0, 0]
@@ -221,6 +244,8 @@ def kill_rounds(rounds: int, turns: int, durability: Durability | None) -> None:
             )
             print(result.line(), flush=True)
             d = result.damage
+            if d.missing_titles:
+                print(lost_tasks_report(group, result), flush=True)
             for i, n in enumerate(
                 (d.forks, d.duplicates, d.missing, d.open_rows, len(result.failures))
             ):

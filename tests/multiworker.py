@@ -404,6 +404,8 @@ class Damage:
     """Rows' tasks never added: a side effect lost."""
     open_rows: int
     """Rows left ``pending`` or ``in_progress``."""
+    missing_titles: tuple[str, ...] = ()
+    """The titles of the tasks never added, to look the turns up."""
 
     @property
     def clean(self) -> bool:
@@ -438,6 +440,7 @@ def damage(dsn: str, outcomes: Sequence[TurnOutcome], oracle: LockstepOracle) ->
         duplicates=sum(n - 1 for n in counts.values() if n > 1),
         missing=sum(1 for t in titles if t not in counts),
         open_rows=int(open_rows[0]),
+        missing_titles=tuple(t for t in titles if t not in counts),
     )
 
 
