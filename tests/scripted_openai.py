@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -261,7 +261,10 @@ class ScriptedOpenAIServer:
     # -- HTTP --------------------------------------------------------------------------------
 
     async def _chat_completions(self, request: Request) -> Response:
-        body = await request.json()
+        try:
+            body = await request.json()
+        except ClientDisconnect:  # the client died mid-request (a killed worker): nobody to answer
+            return Response(status_code=499)
         number, next_reply = self._next_reply(body)
         reply = await next_reply if inspect.isawaitable(next_reply) else next_reply
         if reply is None:
