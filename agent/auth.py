@@ -40,6 +40,14 @@ AUTHENTICATED = "turnplan:authenticated"
 open development server) act for the context's ``user_id``."""
 ANONYMOUS = "anonymous"
 OWNER_KEY = "owner"
+UNAUTHENTICATED_DETAIL = (
+    "This server requires authentication: send Authorization: Bearer <token> with a known "
+    "token. Requests that skip the authenticate handler (such as Studio's "
+    "x-auth-scheme: langsmith) are refused."
+)
+SERVER_RUN_KEYS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
+"""Keys langgraph-api puts in every run's ``configurable`` (clients cannot set them: they are
+reserved); their presence tells a run on the server from a Python caller's run."""
 
 Authenticate = Callable[..., Awaitable[Any]]
 
@@ -61,6 +69,18 @@ def configured_tokens() -> dict[str, str]:
     return tokens
 
 
+def tokens_required() -> bool:
+    """Whether ``TURNPLAN_AUTH_TOKENS`` closes the server (at least one token configured)."""
+    return bool(configured_tokens())
+
+
+class NotAuthenticated(PermissionError):
+    """A run on a closed server has no authenticated identity to act for.
+
+    Only a request that bypassed the authenticate handler can start such a run; acting for the
+    context's ``user_id`` would let any client act as any user, so the run fails instead."""
+
+
 async def token_authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     """The default handler: ``Authorization: Bearer <token>`` from ``TURNPLAN_AUTH_TOKENS``."""
     tokens = configured_tokens()
@@ -75,20 +95,40 @@ async def token_authenticate(authorization: str | None) -> Auth.types.MinimalUse
     return {"identity": user, "permissions": [AUTHENTICATED]}
 
 
+def verified(ctx: Auth.types.AuthContext, *, may_be_open: bool) -> bool:
+    """True for a user the authenticate handler marked ``AUTHENTICATED``; False on the open
+    server (``may_be_open``: the built-in handler, and no tokens configured); for anyone else
+    a 401, whatever backend let the request in (a request the handler never saw)."""
+    if AUTHENTICATED in (ctx.permissions or []):
+        return True
+    if may_be_open and not tokens_required():
+        return False
+    raise Auth.exceptions.HTTPException(status_code=401, detail=UNAUTHENTICATED_DETAIL)
+
+
 def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
-    """A LangGraph ``Auth`` with ``authenticate`` and turnplan's ownership rules."""
+    """A LangGraph ``Auth`` with ``authenticate`` and turnplan's ownership rules.
+
+    The server is open (anyone, no owner filter) only with the built-in token handler and no
+    ``TURNPLAN_AUTH_TOKENS``; with tokens, or with a handler of your own, it is closed, and the
+    rules refuse every user the handler did not mark ``AUTHENTICATED``. A custom handler is
+    closed because turnplan cannot know when it means "anyone may come in"; grant
+    ``AUTHENTICATED`` to the users it verifies."""
     auth = Auth()
     auth.authenticate(authenticate)
+    may_be_open = authenticate is token_authenticate
 
     @auth.on.assistants
     async def assistants_are_shared(ctx: Auth.types.AuthContext, value: Any) -> None:
-        """Assistants are configurations anyone may use; the data lives in threads."""
+        """Assistants are configurations every authenticated user may use; the data lives in
+        threads."""
+        verified(ctx, may_be_open=may_be_open)
         return None
 
     @auth.on
     async def owners_only(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
         """Stamp what a user creates with their identity, and see only what carries it."""
-        if AUTHENTICATED not in (ctx.permissions or []):
+        if not verified(ctx, may_be_open=may_be_open):
             return None  # the open development server
         owner = {OWNER_KEY: ctx.user.identity}
         if isinstance(value, dict):
@@ -107,10 +147,26 @@ auth = build_auth()
 
 def acting_user(context_user_id: str, config: RunnableConfig | None) -> str:
     """The user a run acts for: the authenticated identity on a server with auth, else the
-    context's ``user_id`` (Python callers, tests, the open development server)."""
+    context's ``user_id`` (Python callers, tests, the open development server).
+
+    A run on the server (its config carries langgraph-api's ``langgraph_auth_*`` keys, which
+    clients cannot set) with ``TURNPLAN_AUTH_TOKENS`` configured and no authenticated identity
+    raises ``NotAuthenticated``: only a request that skipped the authenticate handler can start
+    one, and acting for the context's ``user_id`` would let it act as anyone. A Python caller's
+    run (no such keys) keeps acting for the context's ``user_id`` even when the variable happens
+    to be set in its environment: it runs with the caller's own rights, with no client between,
+    so there is nobody to refuse and refusing would only break scripts and tests that share a
+    shell with a server. (With a custom authenticate handler and no tokens this cannot tell a
+    closed server from an open one; there ``build_auth``'s rules already refuse the run.)"""
     configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
     if AUTHENTICATED in (configurable.get("langgraph_auth_permissions") or []):
         identity = configurable.get("langgraph_auth_user_id")
         if isinstance(identity, str) and identity:
             return identity
+    if any(key in configurable for key in SERVER_RUN_KEYS) and tokens_required():
+        raise NotAuthenticated(
+            f"This run has no authenticated user, and {TOKENS_ENV} requires one: it was "
+            "started by a request that skipped the authenticate handler. Nothing was done; "
+            "start it again with Authorization: Bearer <token>."
+        )
     return context_user_id

@@ -32,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
 from agent.tool_ledger import RecordedResult, recorded_results_in
-from agent.turn_lineage import check_current
+from agent.turn_lineage import RunIdentity, check_current
 from storage import Database
 from storage.repositories import TurnScope
 
@@ -64,14 +64,19 @@ def take_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> bool:
 
 
 async def recorded_if_current(
-    database: Database, scope: TurnScope, step: int, record_ids: Sequence[str]
+    database: Database,
+    scope: TurnScope,
+    step: int,
+    record_ids: Sequence[str],
+    catch_up_to: int = 0,
+    identity: RunIdentity | None = None,
 ) -> dict[str, RecordedResult]:
     """The recorded results among these calls, by record id (a call that has not run is
     absent); ``NOT_RUN`` (a ``ToolFailure``) when the run started from an older checkpoint of
     the turn."""
     try:
         async with database.session(readonly=True) as session:
-            await check_current(session, scope, step)
+            await check_current(session, scope, step, catch_up_to, identity)
             return await recorded_results_in(session, scope.conversation_id, record_ids)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error
@@ -90,6 +95,11 @@ class MessageGate:
     fresh: bool = False
     """The message was just written by this run's model step (``take_fresh_message``): nothing
     to read."""
+    catch_up_to: int = 0
+    """The state's ``catchUpTo``: the run is catching up with its own steps, not a fork."""
+    identity: RunIdentity | None = None
+    """The running run's identity: a turn ahead of the step by this run's own steps is no
+    fork (``agent.turn_lineage.check_current``)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _recorded: dict[str, RecordedResult] | None = None
     _asked: set[str] = field(default_factory=set)
@@ -105,12 +115,19 @@ class MessageGate:
         if record_id in self._asked or record_id not in self.record_ids:
             # A repeated call id (the earlier call may have recorded since), or a call of
             # another message: read for it alone, now.
-            alone = await recorded_if_current(self.database, self.scope, self.step, [record_id])
+            alone = await recorded_if_current(
+                self.database, self.scope, self.step, [record_id], self.catch_up_to, self.identity
+            )
             return alone.get(record_id)
         self._asked.add(record_id)
         async with self._lock:
             if self._recorded is None:
                 self._recorded = await recorded_if_current(
-                    self.database, self.scope, self.step, sorted(self.record_ids)
+                    self.database,
+                    self.scope,
+                    self.step,
+                    sorted(self.record_ids),
+                    self.catch_up_to,
+                    self.identity,
                 )
         return self._recorded.get(record_id)

@@ -106,10 +106,48 @@ def add_run(subparsers: Subparsers) -> None:
     parser.set_defaults(handler=lambda args: asyncio.run(run_command(args)))
 
 
+RUN_EXIT_CODES = {
+    "answered": 0,
+    "failed": 1,
+    "budget_exhausted": 3,
+    "stalled": 4,
+    "no_answer": 5,
+    "paused": 6,
+}
+"""``turnplan run``'s exit status by how the turn ended: 0 only for an answer, so a script can
+trust it; 2 is a usage error (options that do not go together, as argparse's own); any status
+not listed (none is expected) exits 1, like a failure."""
+
+RUN_STATUS_MEANINGS = {
+    "failed": "the model or the database failed, or there was nothing to run (the message above "
+    "says which)",
+    "budget_exhausted": "the turn used its limit of model calls before its plan was done (the "
+    "message above lists what was and was not done)",
+    "stalled": "the model kept answering instead of working on the open plan items (the message "
+    "above lists what was and was not done)",
+    "no_answer": "the model replied with nothing, no text and no tool call, also when asked again "
+    "(the message above gives the plan's state)",
+    "paused": "the turn waits for your answer to its question",
+}
+"""The one line ``turnplan run`` prints on standard error when the turn did not answer."""
+
+
+def run_exit_status(status: str) -> int:
+    """The exit status of ``turnplan run`` for a turn that ended with ``status``."""
+    return RUN_EXIT_CODES.get(status, 1)
+
+
+def why_not_answered(status: str) -> str:
+    """One line naming the turn's status and what it means (for any status but answered)."""
+    meaning = RUN_STATUS_MEANINGS.get(status, "the turn did not end with an answer")
+    return f"turnplan run: turn {status} (exit {run_exit_status(status)}): {meaning}."
+
+
 async def run_command(args: argparse.Namespace) -> int:
-    """Exit 0 when the turn ended with an answer (complete, or an honest partial report of an
-    unfinished plan), 1 when it failed (model or database error, bad settings, nothing to
-    resume)."""
+    """Exit 0 only when the turn ended with an answer; otherwise the status's own code
+    (``RUN_EXIT_CODES``: 1 failed, also for bad settings and nothing to resume; 3
+    budget_exhausted, 4 stalled, 5 no_answer, 6 paused) with one line on standard error saying
+    why."""
     from agent.errors import ConfigurationError
     from agent.local_model import stop_shared_local_model_server
     from agent.models import close_chat_models
@@ -140,7 +178,10 @@ async def run_command(args: argparse.Namespace) -> int:
     finally:
         await close_chat_models()
         await stop_shared_local_model_server()
-    return 1 if report.status == "failed" else 0
+    code = run_exit_status(report.status)
+    if code:
+        print(why_not_answered(report.status), file=sys.stderr, flush=True)
+    return code
 
 
 DEFAULT_MCP_PORT = 8000

@@ -21,6 +21,7 @@ from agent.call_gate import note_fresh_message
 from agent.context import Context
 from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
+from agent.model_answers import record_answer, recorded_answer
 from agent.models import invalid_tool_call_messages
 from agent.prompt_builder import model_messages, orphaned_tool_calls, recent_history
 from agent.safe_input import quarantine_unstorable_calls
@@ -48,6 +49,9 @@ class TurnView:
     """The turn's step the caller claimed in this run right before the call (``plan`` and
     ``execute`` do); the answer's tool calls then skip the call gate's read
     (``agent.call_gate.note_fresh_message``)."""
+    retaken: bool = False
+    """The step is one this run took before (``TurnClaim.retaken``): the answer it got then, if
+    recorded, is the answer now (``agent.model_answers``)."""
 
 
 REASON_LIMIT = 300
@@ -91,6 +95,17 @@ async def model_step(
         return end_turn_with_failure(failure.message, None, update)
 
     try:
+        replayed = (
+            await recorded_answer(deps.database, view.scope, view.llm_calls, len(history))
+            if view.retaken
+            else None
+        )
+    except ToolFailure as failure:
+        return end_turn_with_failure(failure.message, rows, update)
+    if replayed is not None:
+        # The calls of this answer may have run already: the tools step reads their records.
+        return _with_answer(update, replayed, view)
+    try:
         step = await deps.step_call(
             context,
             history=history,
@@ -117,10 +132,14 @@ async def model_step(
             drop_reported=step.drop_reported,
             recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
         )
-        response = await step.model.ainvoke(prompt)
+        response = answered = await step.model.ainvoke(prompt)
+        if isinstance(response, AIMessage):
+            response = await record_answer(
+                deps.database, view.scope, view.llm_calls, len(history), response
+            )
     except (GraphBubbleUp, asyncio.CancelledError):
         raise
-    except ToolFailure as failure:  # the recorded results could not be read
+    except ToolFailure as failure:  # the recorded results could not be read or written
         return end_turn_with_failure(failure.message, rows, update)
     except Exception as error:  # the model boundary: any failure ends the turn, explained
         logger.warning("model call failed: %r", error, exc_info=logger.isEnabledFor(logging.DEBUG))
@@ -131,9 +150,20 @@ async def model_step(
             f"the language model returned {type(response).__name__}, not a message.", rows, update
         )
 
+    # Another run's answer (recorded first) may have had its calls run; this call's own answer
+    # has ids nothing has seen yet.
+    fresh = response is answered
+    return _with_answer(update, response, view, fresh=fresh)
+
+
+def _with_answer(
+    update: dict[str, Any], response: AIMessage, view: TurnView, *, fresh: bool = False
+) -> dict[str, Any]:
+    """The step's update with the model's answer (repaired calls answered, unstorable ones
+    refused) counted against the budget."""
     repairs = invalid_tool_call_messages(response)
     response, refusals = quarantine_unstorable_calls(response)
-    if view.claimed_step is not None:
+    if fresh and view.claimed_step is not None:
         note_fresh_message(response, view.scope, view.claimed_step)
     update["messages"] = [response, *repairs, *refusals]
     update["llmCalls"] = view.llm_calls + 1

@@ -24,6 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from agent.empty_answer import without_empty_replies
 from agent.errors import ErrorCode
 from agent.safe_input import sendable
 from agent.tool_names import PLAN_CHANGING_TOOLS
@@ -262,7 +263,7 @@ def model_messages(
     prompt's prefix is too. ``recorded`` holds the results of orphaned calls that ran
     (``agent.tool_ledger``). ``drop_reported``: with a plan, leave out the turn's steps the
     plan view reports (``without_reported_steps``)."""
-    recent = recent_history(history, history_limit)
+    recent = without_empty_replies(recent_history(history, history_limit))
     window = history_window(sendable(answer_orphaned_tool_calls(recent, recorded)), history_limit)
     if rows and drop_reported:
         window = without_reported_steps(window, turn_message_id)

@@ -10,10 +10,16 @@ the Python rule: a run whose context names an unknown key fails with an error na
 The factory returns the module-level graph unchanged; for every other access (schemas, state
 reads and updates, drawing) there is no context and nothing to check.
 
-``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan alone:
-when the server stops, MCP sessions are closed (their stdio servers end) and the database engine
-is disposed on the server's own event loop, so
-SQLite checkpoints its write-ahead log into the database file and leaves no ``-wal`` behind.
+``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan and one
+guard. Lifespan: when the server stops, MCP sessions are closed (their stdio servers end) and the
+database engine is disposed on the server's own event loop, so SQLite checkpoints its write-ahead
+log into the database file and leaves no ``-wal`` behind. Guard: ``langgraph dev`` (the in-memory
+runtime) serves routes of its own outside authentication: ``/internal/truncate`` wipes every
+thread, ``/internal/debug/thread/<id>`` returns any user's thread to anyone, ``/deploy`` starts a
+LangSmith deployment. Middleware of ``app`` wraps every route the server has, so with
+``TURNPLAN_AUTH_TOKENS`` set it refuses those (403) whoever asks: no user's token may wipe or
+read everyone's threads. The routes ``app`` may add later are behind the authenticate handler
+(``http.enable_custom_route_auth``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,11 @@ from contextlib import asynccontextmanager
 
 from langgraph_sdk.runtime import ServerRuntime
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent.auth import TOKENS_ENV, tokens_required
 from agent.context import Context, check_context_keys
 from agent.graph import SupervisorGraph, database, graph, mcp_tools
 from agent.models import close_chat_models
@@ -47,4 +57,33 @@ async def lifespan(_: Starlette) -> AsyncIterator[None]:
     await database.dispose()
 
 
-app = Starlette(lifespan=lifespan)
+DEV_ONLY_ROUTES = ("/internal/", "/deploy/")
+"""Path prefixes of ``langgraph dev``'s unauthenticated routes (``/deploy`` itself included)."""
+
+
+def dev_only_route(path: str) -> bool:
+    """Whether ``path`` is one of ``langgraph dev``'s own routes outside authentication."""
+    return path == "/deploy" or path.startswith(DEV_ONLY_ROUTES)
+
+
+class DevRoutesGuard:
+    """Refuse ``langgraph dev``'s unauthenticated routes while tokens close the server."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and dev_only_route(scope["path"]) and tokens_required():
+            refused = JSONResponse(
+                {
+                    "detail": "langgraph dev's own routes outside authentication (/internal/*, "
+                    f"/deploy) are not served while {TOKENS_ENV} is set."
+                },
+                status_code=403,
+            )
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+app = Starlette(lifespan=lifespan, middleware=[Middleware(DevRoutesGuard)])

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "failed"]
+TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
 
 TodoSnapshot = dict[str, Any]
 """One ``turn_todos`` row in seed 004's ``list_todo`` shape."""
@@ -47,9 +47,15 @@ class SupervisorState(InputState):
     """Id of the current turn; scopes its ``turn_todos`` rows. Set by ``plan``."""
 
     turnStep: int = 0
-    """Nodes of this turn run so far. With the ``turns`` row's step it tells the turn's own
-    continuation from a run started at an older checkpoint (a fork, which gets a turn of its
-    own)."""
+    """Nodes of this turn run so far. With the turn's steps in the database it tells the turn's
+    own continuation from a run started at an older checkpoint (a fork, which gets a turn of its
+    own); see ``agent.turn_lineage``."""
+
+    catchUpTo: int = 0
+    """The turn's step in the database when this run found that it had already got further
+    than its checkpoint (its newest checkpoints were lost: a crash under ``durability="async"``,
+    a server retry). Until ``turnStep`` reaches it, each step is one this run took before: its
+    model answer and tool results are the recorded ones. 0 otherwise."""
 
     todos: list[TodoSnapshot] = field(default_factory=list)
     """The turn's plan rows as the last step that changed or read them left them (a tools step's
@@ -78,8 +84,12 @@ class SupervisorState(InputState):
     """The user approved the turn's plan (only asked when ``Context.approve_plan``)."""
 
     turnStatus: TurnStatus = "running"
-    """How the turn ended: answered; budget_exhausted or stalled (an honest partial answer
-    listing what was and was not done); failed (model or database error)."""
+    """How the turn ended: answered (the model's own words, or, when the last allowed call
+    closed the last item, the completed plan); budget_exhausted or stalled (an honest partial
+    answer listing what was and was not done); no_answer (the model replied with nothing, no
+    text and no tool call, twice in a row, the second time when asked again for a reply, or on
+    the last call the budget allowed: the message says so and gives the plan's state); failed
+    (model or database error). Only answered is an answer."""
 
     toolErrors: int = 0
     """Tool calls of this turn that failed through no fault of the model (``DATABASE_ERROR``,
@@ -102,7 +112,7 @@ class OutputState:
     turnId: str = ""
     """Id of the turn; its ``turn_todos`` rows carry it."""
     turnStatus: TurnStatus = "running"
-    """answered, budget_exhausted, stalled or failed."""
+    """answered, budget_exhausted, stalled, no_answer or failed (see SupervisorState)."""
     todos: list[TodoSnapshot] = field(default_factory=list)
     """The turn's plan rows as the turn left them (empty when it made no plan)."""
     toolErrors: int = 0

@@ -1,15 +1,22 @@
-"""Which run of a turn this is: the turn's own continuation, a resumed run, or a fork.
+"""Which run of a turn this is: the turn's own continuation, the same run resumed, or a fork.
 
 The plan rows live in the database, outside LangGraph's checkpoints. A run started from an older
 checkpoint of a turn (Studio's fork or replay, ``update_state`` on a past checkpoint) would
 otherwise see rows the original run closed after that checkpoint, and answer "All done" having
-done nothing. So every node of a turn counts its step in the state (``turnStep``) and moves the
-``turns`` row's step forward with a conditional UPDATE:
+done nothing. So every node of a turn counts its step in the state (``turnStep``) and claims the
+next step by inserting its row in ``turn_steps`` (``storage.repositories.turn_steps``):
 
-- the row is at the state's step: the turn goes on;
-- the row is one step ahead, moved there by this same LangGraph task: the node runs again after a
-  crash or a cancel, and the turn goes on;
-- the row is further on: this run starts from an older checkpoint. It becomes a turn of its own
+- nobody had the step: the turn goes on;
+- the step was taken by this same run (``RunIdentity``): the same LangGraph task (a node run
+  again from the same checkpoint: a crash, a cancel, an interrupt's resume) or the same
+  LangGraph Server run (the server's retry of a run whose worker died). The turn goes on. If
+  the turn had got further than this checkpoint (its newest checkpoints were lost: under
+  ``durability="async"`` or ``"exit"`` they are written after the database), the run catches
+  up (``catchUpTo`` in the state): its steps up to there are the ones it already took, its model
+  answers are the recorded ones (``agent.model_answers``) and its tool calls return their
+  recorded results, so nothing is done twice;
+- another run took it: this run starts from an older checkpoint (LangGraph gives a replay or an
+  edit a checkpoint and so task ids of its own). It becomes a turn of its own
   (``<turnId>/fork-<hex>``) whose rows are copies of the plan as the checkpoint saw it
   (``todos`` in the state), so the fork really re-runs the work and the original turn's record is
   never touched.
@@ -30,13 +37,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.state import SupervisorState
 from storage import Database
-from storage.models import TODO_STATUSES, TurnTodo, utc_now_iso
+from storage.models import TODO_STATUSES, TurnStep, TurnTodo, utc_now_iso
 from storage.repositories import (
     ConversationRepository,
     TurnRepository,
     TurnScope,
+    TurnStepRepository,
     TurnTodoRepository,
-    advance_alone,
+    claim_step_alone,
 )
 
 FORK_MARK = "/fork-"
@@ -76,13 +84,42 @@ class TurnClaim:
     rows: list[TurnTodo] | None = None
     """The turn's rows, read in the claim's own transaction when the node asked for them (one
     transaction instead of two, and the rows are exactly those of the step just claimed)."""
+    retaken: bool = False
+    """This run had taken the step before (it runs again, or catches up): its model answer may
+    be recorded already (``agent.model_answers``)."""
+    catch_up_to: int = 0
+    """The turn's step when this run found it had got further than its checkpoint: the steps up
+    to it were this run's own, and are taken again without a claim."""
 
     def update(self) -> dict[str, Any]:
-        """State changes that go with the claim: the step, and a fork's new turn id."""
+        """State changes that go with the claim: the step, a fork's new turn id, and how far a
+        resumed run catches up."""
         changes: dict[str, Any] = {"turnStep": self.step}
         if self.forked_from is not None:
             changes["turnId"] = self.scope.turn_id
+        if self.catch_up_to:
+            changes["catchUpTo"] = self.catch_up_to
         return changes
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What stays the same when the same run of a turn runs a node again.
+
+    ``task_id``: LangGraph derives a task's id from the checkpoint it runs from, so a node run
+    again from that checkpoint (a crash, a cancel, an interrupt's resume, ``ainvoke(None)``) has
+    the same one, and a replay or an edit in Studio (LangGraph writes them a checkpoint of their
+    own) never has. ``run_id``: a LangGraph Server run's id, the same for every attempt when
+    the server retries the run after its worker died (the server then starts it over from its
+    input, so its task ids are new); empty outside a server.
+    """
+
+    task_id: str
+    run_id: str = ""
+
+    def took(self, claimer: TurnStep) -> bool:
+        """Whether the step this row records was taken by this same run."""
+        return claimer.taskId == self.task_id or bool(self.run_id and claimer.runId == self.run_id)
 
 
 def task_id_of(config: RunnableConfig | None) -> str:
@@ -93,6 +130,18 @@ def task_id_of(config: RunnableConfig | None) -> str:
     return namespace.rpartition(":")[2] or str(uuid.uuid4())
 
 
+def server_run_id_of(config: RunnableConfig | None) -> str:
+    """The LangGraph Server run this node runs in (``run_id`` in the run's configurable, which
+    the server sets on every attempt), else empty."""
+    configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+    return str(configurable.get("run_id") or "")
+
+
+def identity_of(config: RunnableConfig | None) -> RunIdentity:
+    """The running node's ``RunIdentity``."""
+    return RunIdentity(task_id_of(config), server_run_id_of(config))
+
+
 def fork_scope(scope: TurnScope) -> TurnScope:
     """A fresh turn id for a fork of ``scope`` (forks of forks stay readable: one suffix)."""
     base = scope.turn_id.split(FORK_MARK, 1)[0]
@@ -100,43 +149,67 @@ def fork_scope(scope: TurnScope) -> TurnScope:
 
 
 async def begin_turn(
-    database: Database, scope: TurnScope, *, message_id: str, task_id: str, user_id: str
+    database: Database,
+    scope: TurnScope,
+    *,
+    message_id: str,
+    identity: RunIdentity,
+    user_id: str,
 ) -> TurnClaim:
     """Claim step 1 of a turn for the ``plan`` node, for ``user_id``; the claim's rows are
     known (none) for a turn that starts now or a fork of a whole turn.
 
     A conversation belongs to the user who started it: another user naming it gets
     ``ConversationNotYours`` and nothing changes. A turn id seen for the first time starts the
-    turn. The same task again is a resumed run. The
-    same message again (a replay of the whole turn) is a fork with an empty plan. Another message
-    naming a used turn id raises ``TurnIdTaken``: a finished turn is never reopened.
+    turn. The same run again (``RunIdentity``) resumes it, catching up with the steps it already
+    took. The same message in another run (a replay of the whole turn) is a fork with an empty
+    plan. Another message naming a used turn id raises ``TurnIdTaken``: a finished turn is
+    never reopened.
     """
     try:
         async with database.session() as session:
             owner = await ConversationRepository(session).claim(scope.conversation_id, user_id)
             if owner != user_id:
                 raise ConversationNotYours(scope.conversation_id)
-            turns = TurnRepository(session)
+            turns, steps = TurnRepository(session), TurnStepRepository(session)
             known = await turns.find(scope)
             if known is None:
-                await turns.create(scope, message_id=message_id, step=1, task_id=task_id)
+                await turns.create(scope, message_id=message_id, step=1, task_id=identity.task_id)
+                await steps.claim(scope, step=1, task_id=identity.task_id, run_id=identity.run_id)
                 return TurnClaim(scope, 1, rows=[])  # a turn that starts now has no rows yet
-            if known.step == 1 and known.taskId == task_id:
-                return TurnClaim(scope, 1)
+            first = await steps.claimer(scope, 1)
+            if first is not None and identity.took(first):
+                return await _retaken(steps, scope, 1)
             if message_id and known.messageId != message_id:
                 raise TurnIdTaken(scope.turn_id)
+            earlier = await turns.find_fork(scope, task_id=identity.task_id, step=1)
+            if earlier is not None:  # this node forked already, and runs again
+                fork = TurnScope(scope.conversation_id, earlier.turnId)
+                return replace(await _retaken(steps, fork, 1), forked_from=scope.turn_id)
             fork = fork_scope(scope)
             await turns.create(
-                fork, message_id=message_id, step=1, task_id=task_id, forked_from=scope.turn_id
+                fork,
+                message_id=message_id,
+                step=1,
+                task_id=identity.task_id,
+                forked_from=scope.turn_id,
             )
+            await steps.claim(fork, step=1, task_id=identity.task_id, run_id=identity.run_id)
             return TurnClaim(fork, 1, forked_from=scope.turn_id, rows=[])
     except IntegrityError:
         # Two first runs of one turn id raced; the loser re-reads what the winner wrote.
         return await begin_turn(
-            database, scope, message_id=message_id, task_id=task_id, user_id=user_id
+            database, scope, message_id=message_id, identity=identity, user_id=user_id
         )
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
+
+
+async def _retaken(steps: TurnStepRepository, scope: TurnScope, step: int) -> TurnClaim:
+    """The claim of a step this run took before: it goes on from there, catching up with the
+    steps it took after it if its checkpoint is older than the turn."""
+    latest = await steps.latest(scope) or step
+    return TurnClaim(scope, step, retaken=True, catch_up_to=latest if latest > step else 0)
 
 
 async def continue_turn(
@@ -144,26 +217,34 @@ async def continue_turn(
     scope: TurnScope,
     *,
     step: int,
-    task_id: str,
+    identity: RunIdentity,
     message_id: str,
     todos: Sequence[Mapping[str, Any]],
     read_rows: bool = False,
     known_rows: list[TurnTodo] | None = None,
+    catch_up_to: int = 0,
 ) -> TurnClaim:
     """Claim the next step of a running turn for ``execute`` or ``drain``; a run from an older
     checkpoint gets a fork whose rows are copied from ``todos`` (the state's plan snapshot).
     ``read_rows`` also reads the claimed turn's rows, in the same transaction; ``known_rows``
-    are the rows as of ``step`` (``agent.rows_handoff``), taken instead unless the claim forks."""
+    are the rows as of ``step`` (``agent.rows_handoff``), taken instead unless the claim forks.
+    While ``catch_up_to`` is ahead the step is one this run took before: nothing is claimed."""
     try:
-        # Nothing to read with it: the plain claim is one conditional UPDATE, a transaction of
-        # its own. Anything else (a fork, a turn to adopt) is settled below.
+        if step + 1 <= catch_up_to:
+            claim = TurnClaim(scope, step + 1, retaken=True, catch_up_to=catch_up_to)
+            if known_rows is not None or not read_rows:
+                return replace(claim, rows=known_rows)
+            async with database.session(readonly=True) as session:
+                return replace(claim, rows=await TurnTodoRepository(session).find_by_turn(scope))
+        # Nothing to read with it: the plain claim is one INSERT, a transaction of its own.
+        # Anything else (a fork, a step taken before, a turn to adopt) is settled below.
         nothing_to_read = known_rows is not None or not read_rows
-        if nothing_to_read and await advance_alone(
-            database, scope, from_step=step, task_id=task_id
+        if nothing_to_read and await claim_step_alone(
+            database, scope, step=step + 1, task_id=identity.task_id, run_id=identity.run_id
         ):
             return TurnClaim(scope, step + 1, rows=known_rows)
         async with database.session() as session:
-            claim = await _claim_step(session, scope, step, task_id, message_id, todos)
+            claim = await _claim_step(session, scope, step, identity, message_id, todos)
             if known_rows is not None and claim.forked_from is None:
                 return replace(claim, rows=known_rows)
             if not read_rows:
@@ -178,32 +259,36 @@ async def _claim_step(
     session: AsyncSession,
     scope: TurnScope,
     step: int,
-    task_id: str,
+    identity: RunIdentity,
     message_id: str,
     todos: Sequence[Mapping[str, Any]],
 ) -> TurnClaim:
-    turns = TurnRepository(session)
-    if await turns.advance(scope, from_step=step, task_id=task_id):
-        return TurnClaim(scope, step + 1)
-    if await turns.find(scope) is None:
-        # A turn that began before turns were recorded: adopt it as it is.
-        await turns.create(scope, message_id=message_id, step=step + 1, task_id=task_id)
-        return TurnClaim(scope, step + 1)
-    earlier = await turns.find_fork(scope, task_id=task_id, step=step + 1)
+    turns, steps = TurnRepository(session), TurnStepRepository(session)
+    taken = step + 1
+    if await steps.claim(scope, step=taken, task_id=identity.task_id, run_id=identity.run_id):
+        if await turns.find(scope) is None:
+            # A turn that began before turns were recorded: adopt it as it is.
+            await turns.create(scope, message_id=message_id, step=taken, task_id=identity.task_id)
+        return TurnClaim(scope, taken)
+    claimer = await steps.claimer(scope, taken)
+    if claimer is not None and identity.took(claimer):
+        return await _retaken(steps, scope, taken)
+    earlier = await turns.find_fork(scope, task_id=identity.task_id, step=taken)
     if earlier is not None:  # this node forked already, and runs again (a pause, a crash)
         fork = TurnScope(scope.conversation_id, earlier.turnId)
-        return TurnClaim(fork, step + 1, forked_from=scope.turn_id)
+        return replace(await _retaken(steps, fork, taken), forked_from=scope.turn_id)
     fork = fork_scope(scope)
     await turns.create(
         fork,
         message_id=message_id,
-        step=step + 1,
-        task_id=task_id,
+        step=taken,
+        task_id=identity.task_id,
         forked_from=scope.turn_id,
     )
+    await steps.claim(fork, step=taken, task_id=identity.task_id, run_id=identity.run_id)
     session.add_all(copied_rows(fork, todos))
     await session.flush()
-    return TurnClaim(fork, step + 1, forked_from=scope.turn_id)
+    return TurnClaim(fork, taken, forked_from=scope.turn_id)
 
 
 async def claim_next_step(
@@ -218,30 +303,44 @@ async def claim_next_step(
         database,
         TurnScope(state.conversationId, state.turnId),
         step=state.turnStep,
-        task_id=task_id_of(get_config()),
+        identity=identity_of(get_config()),
         message_id=state.turnMessageId,
         todos=state.todos,
         read_rows=read_rows,
         known_rows=known_rows,
+        catch_up_to=state.catchUpTo,
     )
 
 
-async def moved_on(database: Database, scope: TurnScope, step: int) -> bool:
-    """Whether the turn has gone past ``step``: a run from this state is from an older
-    checkpoint (a fork or replay), and its next claim will fork."""
+async def moved_on(database: Database, scope: TurnScope, step: int, catch_up_to: int = 0) -> bool:
+    """Whether the turn has gone past ``step`` (and past the steps this run is catching up
+    with): a run from this state is from an older checkpoint (a fork or replay), and its next
+    claim will fork."""
     try:
         async with database.session(readonly=True) as session:
             current = await TurnRepository(session).step_of(scope)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
-    return current is not None and current > step
+    return current is not None and current > max(step, catch_up_to)
 
 
-async def check_current(session: AsyncSession, scope: TurnScope, step: int) -> None:
+async def check_current(
+    session: AsyncSession,
+    scope: TurnScope,
+    step: int,
+    catch_up_to: int = 0,
+    identity: RunIdentity | None = None,
+) -> None:
     """Refuse a tool call made from an older checkpoint than the turn has reached, so a fork
-    never changes the original turn's rows (the fork's ``drain`` then copies the plan)."""
+    never changes the original turn's rows (the fork's ``drain`` then copies the plan). A run
+    catching up with its own steps (``catch_up_to``, or a next step its ``identity`` took: its
+    checkpoints were lost) is not older: its calls replay."""
     current = await TurnRepository(session).step_of(scope)
-    if current is not None and current > step:
+    if current is not None and current > max(step, catch_up_to):
+        if identity is not None:
+            claimer = await TurnStepRepository(session).claimer(scope, step + 1)
+            if claimer is not None and identity.took(claimer):
+                return
         raise ToolFailure(
             ErrorCode.NOT_RUN,
             "Not run: this run started from an earlier point of the turn (a fork or replay), "

@@ -61,6 +61,20 @@ def stalled_message(rows: Sequence[TurnTodo], answers: int) -> str:
     return _incomplete_plan_message("stalled", rows, times=times)
 
 
+def no_answer_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
+    """The final answer when the model replied with nothing: twice in a row (``asked_again``:
+    the second reply answered ``prompts/answer_required.md``), or once on the turn's last
+    allowed call. It says no answer was produced and where the plan stands."""
+    when = (
+        "twice in a row, the second time when asked again for a reply"
+        if asked_again
+        else "on the last model call this turn was allowed"
+    )
+    if not rows:
+        return render_prompt("no_answer_no_plan", when=when)
+    return _incomplete_plan_message("no_answer", rows, when=when)
+
+
 def plan_complete_message(rows: Sequence[TurnTodo]) -> str:
     """The final answer when the last item closed on the turn's last allowed LLM call."""
     return render_prompt("plan_complete", done=_done_lines(rows))

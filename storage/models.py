@@ -6,8 +6,18 @@ same rows. Timestamps are ISO-8601 UTC strings, as the seed stores them.
 
 ``conversations`` records who each conversation belongs to: the user who started it.
 
-``turns`` holds one row per turn that has started: how far its graph has run, so a run from an
-older checkpoint (a Studio fork or replay) is told apart from the turn's own continuation.
+``turns`` holds one row per turn that has started: the message that opened it and, for a fork
+(a Studio fork or replay from an older checkpoint), the turn its rows were copied from.
+
+``turn_steps`` holds one row per graph step of a turn: which LangGraph task (and, on a LangGraph
+Server, which run) claimed it. A step is claimed by inserting its row, so two runs from the same
+checkpoint cannot both take it, and a run that lost its newest checkpoints (a crash under
+``durability="async"``) finds the steps it already took under its own task or run.
+
+``model_answers`` records each model answer that asked for tool calls, by its place in the turn,
+before any of those calls runs: a run that resumes from a checkpoint older than the answer gets
+the same answer (the same call ids) instead of asking again, so the tool ledger keeps every
+action exactly-once.
 
 ``tool_results`` records the result of every tool call that changed something, in the same
 transaction as the change, so a call replayed after a crash returns its result instead of acting
@@ -106,11 +116,12 @@ class Conversation(Base):
 
 
 class Turn(Base):
-    """One user turn: how many graph steps of it have run, and which LangGraph task ran the last.
+    """One user turn: the message that opened it and, for a fork, the turn it was copied from.
 
-    ``step`` only grows. A node that runs from a state whose step is behind it is working from an
-    older checkpoint than the turn has reached, which is a fork; the same task running again from
-    the same step is a resumed run. ``forkedFrom`` names the turn a fork's rows were copied from.
+    ``step`` and ``taskId`` say where the turn started and which LangGraph task started it (1
+    for a turn, the step a fork branched at for a fork); the steps taken since are rows of
+    ``turn_steps``. A node that runs from a state whose step is behind the turn's is working from
+    an older checkpoint: its own run resumed (the step's row names its task or run), or a fork.
     """
 
     __tablename__ = "turns"
@@ -123,6 +134,42 @@ class Turn(Base):
     forkedFrom: Mapped[str | None] = mapped_column(Text, nullable=True)
     createdAt: Mapped[str] = mapped_column(Text, nullable=False)
     updatedAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class TurnStep(Base):
+    """One claimed graph step of a turn: the step count only grows, one row per step.
+
+    ``taskId`` is the LangGraph task that ran the step's node (the same when a node runs again
+    from the same checkpoint), ``runId`` the LangGraph Server run (kept across the server's
+    retries of a run; empty outside a server).
+    """
+
+    __tablename__ = "turn_steps"
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, primary_key=True)
+    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    taskId: Mapped[str] = mapped_column(Text, nullable=False)
+    runId: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("''"))
+    claimedAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class ModelAnswer(Base):
+    """A model answer with tool calls, recorded before its calls run, by its place in the turn.
+
+    ``historyLength`` is how many messages the call was shown: a resumed run replays the answer
+    only at the same point of the same history. ``message`` is the answer as LangChain's message
+    dict (``messages_to_dict``), JSON.
+    """
+
+    __tablename__ = "model_answers"
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, primary_key=True)
+    callIndex: Mapped[int] = mapped_column(Integer, primary_key=True)
+    historyLength: Mapped[int] = mapped_column(Integer, nullable=False)
+    message: Mapped[str] = mapped_column(Text, nullable=False)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 class ToolResult(Base):

@@ -6,6 +6,8 @@ budget left goes straight back to ``execute`` (``agent.routing.after_tools``).
   ``max_reminders`` such answers in a row, stop with an honest partial answer (a model that
   will not work on the plan only burns calls).
 - The model answered and every row is closed (or there was no plan): the turn ends.
+- The model replied with nothing (no text, no tool call): ask once more; a second empty reply,
+  or one on the last allowed call, ends the turn ``no_answer`` (``agent.empty_answer``).
 - The budget is spent: end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
   row closed on the last allowed call, the same rows make a complete answer.
@@ -24,6 +26,7 @@ from langgraph.runtime import Runtime
 
 from agent.context import Context
 from agent.deps import SupervisorDeps
+from agent.empty_answer import after_empty_reply
 from agent.errors import ToolFailure, operator_faults
 from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
@@ -73,7 +76,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         known = take_over(state.todos, scope, state.turnStep)
         try:
             asking = state.approvePlan and not state.planApproved
-            behind = asking and await moved_on(deps.database, scope, state.turnStep)
+            behind = asking and await moved_on(
+                deps.database, scope, state.turnStep, state.catchUpTo
+            )
             if asking and not behind:
                 # Before the step is claimed: the pause must not move the turn's step on, or
                 # the run that answers it would look like a fork (``agent.turn_lineage``).
@@ -122,6 +127,11 @@ def _drain(
     )
     out_of_calls = state.llmCalls >= budget
 
+    if not (out_of_calls and counts.remaining):
+        # An empty reply is no answer (agent.empty_answer): asked again once, else no_answer.
+        empty = after_empty_reply(state.messages, rows, call_left=not out_of_calls)
+        if empty is not None:
+            return {"iterationBudget": budget, **empty}
     if answered and not counts.remaining:
         return {"turnStatus": "answered"}
     if out_of_calls and rows and not counts.remaining:

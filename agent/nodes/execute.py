@@ -92,6 +92,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             turn_message_id=state.turnMessageId or None,
             rows=claim.rows,
             claimed_step=claim.step,
+            retaken=claim.retaken,
         )
         return await model_step(deps, state.messages, view, context, update)
 

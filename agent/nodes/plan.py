@@ -4,13 +4,17 @@ It names the turn (ids from the newest human message and the thread), records it
 resets the per-turn counters, and makes the turn's first LLM call with every tool bound. A simple
 request is answered right here (one call, no rows); a multi-step one comes back as a
 ``create_todo`` call.
+
+A run that sends its turn's message again is that turn resumed, not a new one
+(``agent.turn_resume``): a LangGraph Server retries a run whose worker died by starting it over
+from its input, on whatever checkpoint the thread last saved.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, RemoveMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -35,8 +39,9 @@ from agent.turn_identity import (
     message_text,
     turn_id_of,
 )
-from agent.turn_lineage import TurnRefused, begin_turn, task_id_of
+from agent.turn_lineage import TurnRefused, begin_turn, identity_of
 from agent.turn_plan import TurnPlan, plan_limits
+from agent.turn_resume import resumed_turn_of_run, resumed_turn_update
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
@@ -46,8 +51,33 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
     async def plan(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
+        config = get_config()
+        identity = identity_of(config)
+        running = state.turnStatus == "running" and bool(state.turnId)
+        try:
+            if human is not None and human.id and human.id == state.turnMessageId and running:
+                # The turn's own message again on a turn still running: its run resumed.
+                return await resumed_turn_update(deps.database, state)
+            resent = (
+                await resumed_turn_of_run(deps.database, state, identity, context, config)
+                if human is not None
+                else None
+            )
+        except ToolFailure as failure:
+            return end_turn_with_failure(failure.message, None)
+        if human is not None and resent is not None and resent == state.turnId:
+            # A server retry applied the run's input again (a copy with a new id) to a
+            # checkpoint inside its turn: drop the copy; a running turn goes on, an ended one
+            # stays as it ended.
+            dropped: dict[str, Any] = {"messages": [RemoveMessage(id=human.id or "")]}
+            if not running:
+                return dropped
+            try:
+                return {**await resumed_turn_update(deps.database, state), **dropped}
+            except ToolFailure as failure:
+                return end_turn_with_failure(failure.message, None)
         # A run with no new human message (empty input on an existing thread) is not a turn:
-        # re-running the last one would resume its rows, which seed 004 rules out.
+        # re-running a finished one would resume its rows, which seed 004 rules out.
         if human is None or (human.id and human.id == state.turnMessageId):
             return {"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"}
         if state.turnStatus == "running" and state.turnId:
@@ -70,12 +100,12 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                         return decided_by_message(human, decision, update)
                 except ToolFailure as failure:
                     return end_turn_with_failure(failure.message, None)
-        config = get_config()
         named = TurnScope(
             conversation_id=conversation_id_of(
                 context.conversation_id, config, state.conversationId
             ),
-            turn_id=turn_id_of(human),
+            # A server retry whose checkpoint is older than its turn: the turn it began.
+            turn_id=resent or turn_id_of(human),
         )
         request = message_text(human)
         turn_start: dict[str, Any] = {
@@ -90,6 +120,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "iterationBudget": context.base_iterations,
             "turnStatus": "running",
             "turnStep": 0,
+            "catchUpTo": 0,
             "todos": [],
             "toolErrors": 0,
             "modifiedTasks": [],
@@ -99,7 +130,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                 deps.database,
                 named,
                 message_id=human.id or "",
-                task_id=task_id_of(config),
+                identity=identity,
                 user_id=acting_user(context.user_id, config),
             )
         except TurnRefused as refused:
@@ -117,6 +148,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             turn_message_id=human.id,
             rows=claim.rows,
             claimed_step=claim.step,
+            retaken=claim.retaken,
         )
         required = "create_todo" if context.planning == "always" else None
         return await model_step(

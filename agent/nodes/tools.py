@@ -20,6 +20,7 @@ import asyncio
 import logging
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -42,6 +43,7 @@ from agent.tool_catalog import ToolCatalog
 from agent.tool_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn_identity import call_record_id, issuing_message, message_text
+from agent.turn_lineage import identity_of
 from agent.turn_plan import TurnPlan
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
@@ -150,20 +152,27 @@ RECORDS_MEMO = "supervisor_call_records"
 
 
 def _message_gate(
-    database: Database, scope: TurnScope, step: int, issuer: AIMessage | None
+    database: Database, request: ToolCallRequest, issuer: AIMessage | None
 ) -> MessageGate:
     """The gate shared by the calls of the issuing message in this run of the step (one read
     for all of them, ``agent.call_gate``); a call without an issuer gets one of its own."""
     memo = message_memo() if issuer is not None else {}
     gate = memo.get(GATE_MEMO)
     if not isinstance(gate, MessageGate):
+        scope, step = _scope(request)
+        state = request.state
+        values = state if isinstance(state, dict) else vars(state)
+        catch_up_to = int(values.get("catchUpTo") or 0)
         message_id = issuer.id if issuer is not None else None
         record_ids = frozenset(
             call_record_id(message_id, call.get("id") or "")
             for call in (issuer.tool_calls if issuer is not None else [])
         )
         fresh = issuer is not None and take_fresh_message(issuer, scope, step)
-        gate = memo[GATE_MEMO] = MessageGate(database, scope, step, record_ids, fresh)
+        identity = identity_of(get_config())
+        gate = memo[GATE_MEMO] = MessageGate(
+            database, scope, step, record_ids, fresh, catch_up_to, identity
+        )
     return gate
 
 
@@ -181,13 +190,13 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
     the run did not bind, and reporting operator faults to the log."""
 
     async def supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
-        scope, step = _scope(request)
+        scope, _ = _scope(request)
         name = request.tool_call.get("name", "?")
         call_id = request.tool_call.get("id") or ""
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
         if scope.conversation_id and scope.turn_id:
-            gate = _message_gate(database, scope, step, issuer)
+            gate = _message_gate(database, request, issuer)
             replay = await gate.recorded(record_id)
             if replay is not None:
                 return await _with_plan_snapshot(

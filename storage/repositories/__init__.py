@@ -1,18 +1,26 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
 exceptions are the writes that are transactions of their own (``Database.write_alone``): a step
-claim (``advance_alone``) and the records of calls whose effect is elsewhere (``record_alone``)."""
+claim (``claim_step_alone``), a model answer (``record_answer_alone``) and the records of calls
+whose effect is elsewhere (``record_alone``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
+from storage.repositories.turn_steps import (
+    ModelAnswerRepository,
+    TurnStepRepository,
+    claim_step_alone,
+    record_answer_alone,
+)
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
-from storage.repositories.turns import ConversationRepository, TurnRepository, advance_alone
+from storage.repositories.turns import ConversationRepository, TurnRepository
 
 __all__ = [
     "AskedQuestionRepository",
     "CallOrigin",
     "ConversationRepository",
+    "ModelAnswerRepository",
     "NewTurnTodo",
     "TaskRepository",
     "ToolAuditRepository",
@@ -20,7 +28,9 @@ __all__ = [
     "ToolResultRepository",
     "TurnRepository",
     "TurnScope",
+    "TurnStepRepository",
     "TurnTodoRepository",
-    "advance_alone",
+    "claim_step_alone",
     "record_alone",
+    "record_answer_alone",
 ]

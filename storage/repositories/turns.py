@@ -1,60 +1,15 @@
-"""Data access for ``turns``: where each turn's graph has got to.
-
-The step moves with one conditional UPDATE, so two runs that start from the same checkpoint (a
-fork beside the original, or two forks) cannot both believe they continue the turn.
-"""
+"""Data access for ``turns`` and ``conversations``: which turns exist, which message opened
+each, which turn a fork was copied from, and who owns a conversation. The steps a turn's runs
+take are in ``turn_steps`` (``storage.repositories.turn_steps``)."""
 
 from __future__ import annotations
 
-from sqlalchemy import BindParameter, Update, and_, bindparam, or_, select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.engine import Database
 from storage.models import Conversation, Turn, utc_now_iso
+from storage.repositories.turn_steps import TurnStepRepository
 from storage.repositories.turn_todos import TurnScope
-
-
-def _advance_statement() -> Update:
-    """The step claim's conditional UPDATE, built once: it runs twice per plan item, and
-    building it costs more than running it (SQLAlchemy also keys its compiled form by a walk of
-    the statement, which a statement object remembers)."""
-    from_step: BindParameter[int] = bindparam("from_step")
-    return (
-        update(Turn)
-        .where(
-            Turn.conversationId == bindparam("conversation"),
-            Turn.turnId == bindparam("turn"),
-            or_(
-                Turn.step == from_step,
-                and_(Turn.step == from_step + 1, Turn.taskId == bindparam("task")),
-            ),
-        )
-        .values(step=bindparam("to_step"), taskId=bindparam("task"), updatedAt=bindparam("at"))
-    )
-
-
-_ADVANCE = _advance_statement()
-
-
-def _advance_parameters(scope: TurnScope, from_step: int, task_id: str) -> dict[str, object]:
-    return {
-        "conversation": scope.conversation_id,
-        "turn": scope.turn_id,
-        "from_step": from_step,
-        "to_step": from_step + 1,
-        "task": task_id,
-        "at": utc_now_iso(),
-    }
-
-
-async def advance_alone(
-    database: Database, scope: TurnScope, *, from_step: int, task_id: str
-) -> bool:
-    """``TurnRepository.advance`` as a transaction of its own (``Database.write_alone``): the
-    whole of a plain step claim whose rows are already known."""
-    return bool(
-        await database.write_alone(_ADVANCE, _advance_parameters(scope, from_step, task_id))
-    )
 
 
 class ConversationRepository:
@@ -82,7 +37,8 @@ class ConversationRepository:
 
 
 class TurnRepository:
-    """Create turns and move their step forward."""
+    """Create turns (a turn's ``step`` is the step it started at: 1, or a fork's first) and
+    find them."""
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
@@ -114,19 +70,9 @@ class TurnRepository:
         await self._session.flush()
         return turn
 
-    async def advance(self, scope: TurnScope, *, from_step: int, task_id: str) -> bool:
-        """Move the turn from ``from_step`` to the next step for ``task_id``; also true when the
-        same task already did so (it is running again after a crash or a cancel). False when the
-        turn is elsewhere: the caller runs from an older checkpoint."""
-        # A Core statement on the session's connection: no loaded ``Turn`` needs syncing, and
-        # this runs twice per plan item, where the ORM's bulk-update path costs a third more.
-        connection = await self._session.connection()
-        result = await connection.execute(_ADVANCE, _advance_parameters(scope, from_step, task_id))
-        return bool(result.rowcount)
-
     async def find_fork(self, scope: TurnScope, *, task_id: str, step: int) -> Turn | None:
-        """The fork of ``scope`` that ``task_id`` made at ``step`` and that has not moved on: the
-        same run of a node again (after a pause or a crash), which must not fork twice."""
+        """The fork of ``scope`` that ``task_id`` made at ``step``: the same run of a node again
+        (after a pause or a crash), which must not fork twice."""
         statement = select(Turn).where(
             Turn.conversationId == scope.conversation_id,
             Turn.forkedFrom == scope.turn_id,
@@ -136,7 +82,10 @@ class TurnRepository:
         return (await self._session.execute(statement)).scalars().first()
 
     async def step_of(self, scope: TurnScope) -> int | None:
-        """The turn's step, or None for a turn that never started."""
+        """The turn's step (its highest claimed one), or None for a turn that never started."""
+        latest = await TurnStepRepository(self._session).latest(scope)
+        if latest is not None:
+            return latest
         statement = select(Turn.step).where(
             Turn.conversationId == scope.conversation_id, Turn.turnId == scope.turn_id
         )

@@ -15,16 +15,17 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
 
     assert shorter.problem == result.problem == ""
     # Each further item of a sequential turn: the step claim of execute (a tool round goes
-    # straight on to it; drain judges only the answer), the close, the recorded result of the
-    # item's action.
-    assert round(8 * result.transactions - 4 * shorter.transactions) == 4 * 3
-    # Their statements: 1 for the claim (a conditional UPDATE that is a transaction of its own,
-    # sent without BEGIN), 4 for the close (BEGIN, the row, the next row, its recorded result),
-    # 1 for the action's record (alone too). No step reads the rows: each takes them from the
-    # step before (agent.rows_handoff).
-    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 6
+    # straight on to it; drain judges only the answer), the record of the model's answer (its
+    # calls then run exactly once even if the checkpoints after it are lost), the close, the
+    # recorded result of the item's action.
+    assert round(8 * result.transactions - 4 * shorter.transactions) == 4 * 4
+    # Their statements: 1 for the claim (an INSERT of the step that is a transaction of its own,
+    # sent without BEGIN), 1 for the answer's record (alone too), 4 for the close (BEGIN, the
+    # row, the next row, its recorded result), 1 for the action's record (alone too). No step
+    # reads the rows: each takes them from the step before (agent.rows_handoff).
+    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 7
     # One trip per statement, and one for the COMMIT of the close, the one transaction left.
-    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * 7
+    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * 8
     assert set(result.timed_ms) == set(TIMED)
     assert all(ms > 0 for ms in result.timed_ms.values())
     assert "trips to aiosqlite's thread" in report(result)

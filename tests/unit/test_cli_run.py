@@ -203,11 +203,13 @@ def test_with_no_answer_the_turn_stays_paused_and_the_next_message_answers_it(
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     base = ["run", "--model", "openai:scripted", "--database", database, "--thread", "t-ask"]
 
-    assert main([*base, "call task"]) == 0
-    paused = capsys.readouterr().out
+    assert main([*base, "call task"]) == 6  # not an answer yet: a script must not take it for one
+    paused = capsys.readouterr()
     assert (
-        "turn paused: it waits for your answer. Answer with turnplan run --thread t-ask" in paused
+        "turn paused: it waits for your answer. Answer with turnplan run --thread t-ask"
+        in paused.out
     )
+    assert "turnplan run: turn paused (exit 6): the turn waits for your answer" in paused.err
     assert _done(database) == {"call mom": False, "call dad": False}
 
     assert main([*base, "call mom"]) == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.rows_handoff import hand_over, take_over
-from agent.turn_lineage import continue_turn
+from agent.turn_lineage import RunIdentity, continue_turn
 from storage import Database
 from storage.models import TurnTodo
 from storage.repositories import NewTurnTodo, TurnRepository, TurnScope, TurnTodoRepository
@@ -20,7 +20,13 @@ async def test_a_claim_reads_the_rows_of_the_turn_it_claimed(database: Database)
         await TurnTodoRepository(session).create(SCOPE, NewTurnTodo(title="original"))
 
     claim = await continue_turn(
-        database, SCOPE, step=1, task_id="task", message_id="m", todos=[], read_rows=True
+        database,
+        SCOPE,
+        step=1,
+        identity=RunIdentity("task"),
+        message_id="m",
+        todos=[],
+        read_rows=True,
     )
     assert claim.step == 2 and claim.forked_from is None
     assert [row.title for row in claim.rows or []] == ["original"]
@@ -30,7 +36,7 @@ async def test_a_claim_reads_the_rows_of_the_turn_it_claimed(database: Database)
         database,
         SCOPE,
         step=1,
-        task_id="another task",
+        identity=RunIdentity("another task"),
         message_id="m",
         todos=[{"title": "as the checkpoint saw it", "status": "pending"}],
         read_rows=True,
@@ -38,7 +44,9 @@ async def test_a_claim_reads_the_rows_of_the_turn_it_claimed(database: Database)
     assert fork.forked_from == SCOPE.turn_id
     assert [row.title for row in fork.rows or []] == ["as the checkpoint saw it"]
 
-    plain = await continue_turn(database, SCOPE, step=2, task_id="t3", message_id="m", todos=[])
+    plain = await continue_turn(
+        database, SCOPE, step=2, identity=RunIdentity("t3"), message_id="m", todos=[]
+    )
     assert plain.rows is None
 
 
@@ -56,7 +64,7 @@ async def test_rows_handed_over_stand_in_for_the_read_unless_the_claim_forks(
         database,
         SCOPE,
         step=1,
-        task_id="task",
+        identity=RunIdentity("task"),
         message_id="m",
         todos=[],
         read_rows=True,
@@ -68,7 +76,7 @@ async def test_rows_handed_over_stand_in_for_the_read_unless_the_claim_forks(
         database,
         SCOPE,
         step=1,
-        task_id="another task",
+        identity=RunIdentity("another task"),
         message_id="m",
         todos=[{"title": "as the checkpoint saw it", "status": "pending"}],
         read_rows=True,
