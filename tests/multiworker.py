@@ -444,6 +444,19 @@ def damage(dsn: str, outcomes: Sequence[TurnOutcome], oracle: LockstepOracle) ->
     )
 
 
+def runs_taken_over(database_uri: str, outcomes: Sequence[TurnOutcome]) -> int:
+    """How many of these runs a worker claimed more than once (runtime-pg counts every claim of
+    a run in ``retry_counters``): the runs a killed worker had in flight."""
+    runs = [o.run_id for o in outcomes if o.run_id]
+    with psycopg.connect(database_uri) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM retry_counters WHERE run_id::text = ANY(%s) AND count > 1",
+            (runs,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 @dataclass
 class KillSwitch:
     """Kills one worker with SIGKILL once the stub model has sent ``after_answers`` answers,
@@ -482,6 +495,8 @@ class RoundResult:
     """From submitting the turns until the last one ended."""
     after_kill: float | None
     """From the kill until the last turn ended (the killed worker's runs taken over)."""
+    taken_over: int
+    """Runs that were claimed more than once: the killed worker's runs in flight, run again."""
 
     @property
     def failures(self) -> list[TurnOutcome]:
@@ -501,7 +516,7 @@ class RoundResult:
         return (
             f"round {self.number}: kill {self.killed} after burst {self.burst} "
             f"+{self.delay * 1000:.0f} ms; {len(self.outcomes)} turns in {self.seconds:.1f} s "
-            f"({self.after_kill or 0:.1f} s after the kill); "
+            f"({self.after_kill or 0:.1f} s after the kill, {self.taken_over} runs taken over); "
             f"forks {d.forks}, duplicates {d.duplicates}, missing {d.missing}, "
             f"open rows {d.open_rows}, failed turns {len(self.failures)}"
         )
@@ -539,4 +554,5 @@ def kill_round(
         damage=damage(group.turnplan_dsn, outcomes, oracle),
         seconds=ended - started,
         after_kill=None if switch.killed_at is None else ended - switch.killed_at,
+        taken_over=runs_taken_over(group.database_uri, outcomes),
     )
