@@ -49,6 +49,7 @@ from tests.multiworker import (
     cluster,
     damage,
     kill_round,
+    runs_taken_over,
     setup_venv,
     submit_turns,
 )
@@ -71,6 +72,8 @@ class Measurement:
     damage: Damage
     killed_after: int | None = None
     """Model answers sent when a worker was killed (None: no kill)."""
+    taken_over: int = 0
+    """Runs claimed more than once: the killed worker's runs in flight, run again."""
 
     @property
     def per_minute(self) -> float:
@@ -80,7 +83,11 @@ class Measurement:
     def row(self) -> str:
         """The measurement as a markdown table row."""
         d = self.damage
-        kill = "—" if self.killed_after is None else f"after answer {self.killed_after}"
+        kill = (
+            "—"
+            if self.killed_after is None
+            else f"after answer {self.killed_after}; {self.taken_over} runs taken over"
+        )
         return (
             f"| {self.label} | {self.workers} | {self.turns} | {kill} | {self.seconds:.1f} | "
             f"{self.per_minute:.0f} | {self.answered}/{self.turns} | {d.forks} | "
@@ -136,6 +143,7 @@ def measure(
         answered=answered(outcomes),
         damage=damage(group.turnplan_dsn, outcomes, oracle),
         killed_after=kill_after,
+        taken_over=runs_taken_over(group.database_uri, outcomes),
     )
     print(result.row(), flush=True)
     return result
