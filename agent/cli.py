@@ -153,6 +153,7 @@ async def run_command(args: argparse.Namespace) -> int:
     from agent.models import close_chat_models
     from agent.run_turn import run_turn
 
+    stopped_by = _cancel_on_signals()
     if args.resume and not args.thread:
         print("turnplan run: --resume needs --thread ID (the thread to finish).", file=sys.stderr)
         return 2
@@ -175,6 +176,15 @@ async def run_command(args: argparse.Namespace) -> int:
     except ConfigurationError as error:
         print(f"turnplan run: {error}", file=sys.stderr)
         return 1
+    except asyncio.CancelledError:
+        if not stopped_by:
+            raise
+        print(
+            f"turnplan run: stopped by {stopped_by[0].name}; the turn can be finished with "
+            "--thread ID --resume (the thread is printed above).",
+            file=sys.stderr,
+        )
+        return 128 + stopped_by[0]
     finally:
         await close_chat_models()
         await stop_shared_local_model_server()
@@ -182,6 +192,31 @@ async def run_command(args: argparse.Namespace) -> int:
     if code:
         print(why_not_answered(report.status), file=sys.stderr, flush=True)
     return code
+
+
+def _cancel_on_signals() -> list[signal.Signals]:
+    """Make SIGINT and SIGTERM cancel the running command, so its ``finally`` blocks stop what
+    it started (the model server, MCP sessions and servers) before the process exits; SIGTERM's
+    default would end the process with none of that. Returns the list the first signal is
+    recorded in.
+
+    After the first, both signals get their defaults back (KeyboardInterrupt, termination): a
+    second one ends the process at once, should the clean-up hang. Its children end even then:
+    see ``agent.child_process``."""
+    loop = asyncio.get_running_loop()
+    command = asyncio.current_task()
+    assert command is not None
+    received: list[signal.Signals] = []
+
+    def stop(signum: signal.Signals) -> None:
+        received.append(signum)
+        for handled in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(handled)  # back to KeyboardInterrupt and SIG_DFL
+        command.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
+    return received
 
 
 DEFAULT_MCP_PORT = 8000
@@ -317,7 +352,19 @@ async def serve_model(*, port: int | None) -> int:
     server = LocalModelServer(port=port)
     print("Starting the local model server (the first start assembles the model)...", flush=True)
     try:
-        base_url = await asyncio.to_thread(server.start)
+        starting = asyncio.create_task(asyncio.to_thread(server.start))
+        stopping = asyncio.create_task(stop_requested.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not starting.done():
+            # Stopped while the model loads (seconds): stop() makes start() give up now, rather
+            # than serve once before stopping.
+            await asyncio.shield(asyncio.to_thread(server.stop))
+            with contextlib.suppress(ModelConfigurationError):
+                await starting
+            print("Local model server stopped before it was ready.", flush=True)
+            return 0
+        base_url = starting.result()
         print(
             f"Local model server ready: {base_url} (model {MODEL_ALIAS!r})\n"
             "Use it from turnplan in another shell:\n"

@@ -11,7 +11,8 @@ Pieces:
 - ``LocalModelServer``: one ``python -m agent.llama_server`` process (llama-cpp-python's server
   with the weights loaded without llama.cpp's extra buffer types, so the AMX repacking crash of
   llama.cpp issue 20824 cannot happen whatever wheel pip installed; start, wait until
-  ``/v1/models`` answers, stop with SIGTERM then SIGKILL).
+  ``/v1/models`` answers, stop with SIGTERM then SIGKILL; started through ``agent.child_process``
+  so it is killed when turnplan dies, even by SIGKILL).
 - ``local_model_server()``: the async context manager for callers that own the lifetime.
 - ``shared_local_model_url()``: the process-wide server ``get_chat_model("local")`` uses, started
   on first use and stopped at interpreter exit; ``TURNPLAN_LOCAL_MODEL_URL`` replaces it with an
@@ -45,6 +46,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 
+from agent.child_process import spawn
 from agent.model_errors import ModelConfigurationError
 
 CACHE_ENV = "TURNPLAN_MODEL_CACHE"
@@ -103,8 +105,10 @@ our server, so the child does not inherit them."""
 STARTUP_TIMEOUT = 120.0
 """Seconds to wait for ``/v1/models``; a cold start takes a few seconds, a loaded CI box more."""
 
-STOP_TIMEOUT = 10.0
-"""Seconds between SIGTERM and SIGKILL."""
+STOP_TIMEOUT = 3.0
+"""Seconds between SIGTERM and SIGKILL. Idle, the server stops in a fraction of a second; with a
+generation in flight it would finish it first (uvicorn waits for open requests, llama.cpp's
+worker thread is not interruptible), which nobody waits for once turnplan is stopping."""
 
 STDERR_TAIL_CHARS = 2000
 
@@ -258,8 +262,11 @@ class LocalModelServer:
                 raise ModelConfigurationError("The local model server was stopped while starting.")
             # Lives as long as the process, closed in stop(): not a with-block's lifetime.
             self._log = tempfile.TemporaryFile(prefix="turnplan-llama-server-")  # noqa: SIM115
-            self.process = subprocess.Popen(
+            self.process = spawn(
                 command,
+                # Killed outright if turnplan dies: nothing in it is worth a graceful stop, and
+                # SIGTERM would wait for a generation in progress to finish.
+                death_signal=signal.SIGKILL,
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,

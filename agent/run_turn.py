@@ -12,6 +12,7 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from langchain_core.language_models import BaseChatModel
@@ -25,9 +26,14 @@ from agent.graph import SupervisorGraph, build_graph
 from agent.plan_approval import decision_from_message
 from agent.progress import EVENT_TYPE
 from agent.state import InputState
+from agent.tools.mcp import McpTools
 from agent.turn_plan import TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
+
+MCP_LOG_DIR = Path(".turnplan") / "logs"
+"""Where MCP stdio servers' stderr goes (``mcp-<server>.log``), so it does not mix into the
+turn's output."""
 
 STREAM_MODES: list[StreamMode] = ["custom", "updates", "values"]
 EVENT_MARKS = {
@@ -120,9 +126,14 @@ async def run_turn(
         context = replace(context, approve_plan=True)
     print(f"turnplan · database {database.url} · thread {thread}", file=out)
     final: dict[str, Any] = {}
+    # Ours to close when the turn ends: an HTTP server would otherwise keep the sessions open
+    # until its idle timeout (cancelled at the loop's end, the client never says goodbye).
+    mcp = McpTools(stderr_dir=MCP_LOG_DIR)
     try:
         async with open_checkpointer(database) as checkpointer:
-            graph = build_graph(model, database=database, checkpointer=checkpointer)
+            graph = build_graph(
+                model, database=database, checkpointer=checkpointer, mcp_servers=mcp
+            )
             if resume:
                 pending = await graph.aget_state(config)
                 if not pending.next:
@@ -149,6 +160,7 @@ async def run_turn(
                 )
         rows_open = await _open_items(database, final)
     finally:
+        await mcp.aclose()
         await database.dispose()
 
     messages = final.get("messages", [])

@@ -11,10 +11,11 @@ The factory returns the module-level graph unchanged; for every other access (sc
 reads and updates, drawing) there is no context and nothing to check.
 
 ``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan and one
-guard. Lifespan: when the server stops, MCP sessions are closed (their stdio servers end) and the
-database engine is disposed on the server's own event loop, so SQLite checkpoints its write-ahead
-log into the database file and leaves no ``-wal`` behind. Guard: ``langgraph dev`` (the in-memory
-runtime) serves routes of its own outside authentication: ``/internal/truncate`` wipes every
+guard. Lifespan: when the server stops, MCP sessions are closed (their stdio servers end), the
+embedded model server is stopped, and the database engine is disposed on the server's own event
+loop, so SQLite checkpoints its write-ahead log into the database file and leaves no ``-wal``
+behind. Guard: ``langgraph dev`` (the in-memory runtime) serves routes of its own outside
+authentication: ``/internal/truncate`` wipes every
 thread, ``/internal/debug/thread/<id>`` returns any user's thread to anyone, ``/deploy`` starts a
 LangSmith deployment. Middleware of ``app`` wraps every route the server has, so with
 ``TURNPLAN_AUTH_TOKENS`` set it refuses those (403) whoever asks: no user's token may wipe or
@@ -36,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent.auth import TOKENS_ENV, tokens_required
 from agent.context import Context, check_context_keys
 from agent.graph import SupervisorGraph, database, graph, mcp_tools
+from agent.local_model import stop_shared_local_model_server
 from agent.models import close_chat_models
 
 
@@ -50,10 +52,12 @@ def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
 @asynccontextmanager
 async def lifespan(_: Starlette) -> AsyncIterator[None]:
     """Nothing to start; on shutdown close the MCP sessions, the database and the model
-    clients of this loop."""
+    clients of this loop, and stop the embedded model server if a run started it (``atexit``
+    would too, but only if the interpreter gets that far)."""
     yield
     await mcp_tools.aclose()
     await close_chat_models()
+    await stop_shared_local_model_server()
     await database.dispose()
 
 

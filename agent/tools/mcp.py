@@ -13,6 +13,12 @@ gets its own session per server, opened on its first call and kept while the eve
 them with the loop). The adapters' interceptor hook routes each call to its conversation's
 session. A server that cannot start is logged with its name and reason and left out; the rest
 of the graph works, and it is tried again on a later turn.
+
+Processes: a stdio server is started through ``agent.child_process``'s launcher, so it gets
+SIGTERM when this process dies, even by SIGKILL (its stdin closing is the polite ending, which a
+server may ignore). With a ``stderr_dir``, each stdio server's stderr is appended to
+``<stderr_dir>/mcp-<server>.log`` instead of this process's stderr (``turnplan run`` uses
+``.turnplan/logs``, so a server's log lines do not mix into the turn's output).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import time
 import weakref
 from collections import OrderedDict
@@ -32,10 +39,11 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
-from langchain_mcp_adapters.sessions import Connection
+from langchain_mcp_adapters.sessions import Connection, StdioConnection
 from mcp import ClientSession
 from mcp.types import CallToolResult
 
+from agent.child_process import guarded
 from agent.errors import ConfigurationError, ErrorCode, ToolFailure
 from storage.loop_shutdown import call_at_loop_shutdown
 
@@ -98,6 +106,29 @@ def _servers_from_environment() -> dict[str, Connection]:
     except ConfigurationError as error:
         logger.error("%s No MCP tools are bound.", error)
         return {}
+
+
+def stderr_log_path(stderr_dir: Path, server: str) -> Path:
+    """Where a stdio server's stderr goes: ``mcp-<server>.log``, the name made safe for a file;
+    absolute, because the server may run in another working directory (its ``cwd``)."""
+    return stderr_dir.absolute() / f"mcp-{re.sub(r'[^A-Za-z0-9_.-]', '_', server)}.log"
+
+
+def guard_stdio_servers(
+    servers: Mapping[str, Connection], stderr_dir: Path | None = None
+) -> dict[str, Connection]:
+    """The connections with every stdio command behind ``agent.child_process``'s launcher: the
+    server ends when this process ends, and its stderr goes to a log file under ``stderr_dir``
+    when one is given. Other transports are returned as they are."""
+    guarded_servers: dict[str, Connection] = {}
+    for name, connection in servers.items():
+        if connection["transport"] == "stdio":
+            log = stderr_log_path(stderr_dir, name) if stderr_dir is not None else None
+            command = guarded([connection["command"], *connection["args"]], stderr_log=log)
+            stdio: StdioConnection = {**connection, "command": command[0], "args": command[1:]}
+            connection = stdio
+        guarded_servers[name] = connection
+    return guarded_servers
 
 
 def conversation_of(runtime: object) -> str:
@@ -201,11 +232,15 @@ class McpTools:
 
     ``servers``: connections by server name; None reads ``TURNPLAN_MCP_SERVERS`` on first use
     (unset: no MCP tools). Listing happens once per process and server; each event loop keeps
-    its own sessions (see the module docstring).
+    its own sessions (see the module docstring). ``stderr_dir``: where stdio servers' stderr
+    goes (``mcp-<server>.log``); None leaves it on this process's stderr.
     """
 
-    def __init__(self, servers: Mapping[str, Connection] | None = None) -> None:
+    def __init__(
+        self, servers: Mapping[str, Connection] | None = None, *, stderr_dir: Path | None = None
+    ) -> None:
         self._servers = dict(servers) if servers is not None else None
+        self._stderr_dir = stderr_dir
         self._tools: dict[str, list[BaseTool]] = {}
         self._failed: dict[str, float] = {}
         self._client: MultiServerMCPClient | None = None
@@ -246,7 +281,12 @@ class McpTools:
                 self._servers = await asyncio.to_thread(_servers_from_environment)
             if not self._servers:
                 return None
-            self._client = MultiServerMCPClient(self._servers, tool_interceptors=[self._route])
+            # Guarded here, on first use, so the launcher names the process that starts the
+            # servers as their parent.
+            self._client = MultiServerMCPClient(
+                guard_stdio_servers(self._servers, self._stderr_dir),
+                tool_interceptors=[self._route],
+            )
         return self._client
 
     def _may_try(self, server: str) -> bool:
@@ -260,15 +300,22 @@ class McpTools:
             self._failed[server] = time.monotonic()
             logger.error(
                 "MCP server %r could not start or list its tools, so its tools are not bound "
-                "(tried again in %.0f s): %s",
+                "(tried again in %.0f s): %s%s",
                 server,
                 RETRY_AFTER,
                 _reason(error),
+                self._stderr_hint(client, server),
             )
             return
         self._failed.pop(server, None)
         self._tools[server] = tools
         logger.info("MCP server %r: %d tools bound", server, len(tools))
+
+    def _stderr_hint(self, client: MultiServerMCPClient, server: str) -> str:
+        """Where to read what a stdio server printed, when it does not print to our stderr."""
+        if self._stderr_dir is None or client.connections[server]["transport"] != "stdio":
+            return ""
+        return f" (its stderr: {stderr_log_path(self._stderr_dir, server)})"
 
     async def _route(self, request: MCPToolCallRequest, handler: McpHandler) -> MCPToolCallResult:
         """Send the call to its conversation's session (outside a conversation: one session

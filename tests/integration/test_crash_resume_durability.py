@@ -144,12 +144,18 @@ def assert_each_action_once(url: str, statuses: list[str]) -> None:
     assert len(tasks) == TURNS * len(TITLES), "an action never ran"
 
 
-# The kill lands after the first, second or third burst of model answers (all turns in step).
-KILL_POINTS = [TURNS + 2, 2 * TURNS + 3, 3 * TURNS + 1]
+# The kill lands after the first, second or third burst of model answers (the turns go about in
+# step): async, the server's default, at each; exit and sync after the second.
+KILLS = [
+    ("async", TURNS + 2),
+    ("async", 2 * TURNS + 3),
+    ("async", 3 * TURNS + 1),
+    ("exit", 2 * TURNS + 3),
+    ("sync", 2 * TURNS + 3),
+]
 
 
-@pytest.mark.parametrize("durability", ["async", "exit", "sync"])
-@pytest.mark.parametrize("kill_at", KILL_POINTS)
+@pytest.mark.parametrize(("durability", "kill_at"), KILLS)
 def test_turns_killed_on_sqlite_finish_exactly_once(
     tmp_path: Path, model: ScriptedOpenAIServer, durability: str, kill_at: int
 ) -> None:

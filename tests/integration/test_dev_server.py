@@ -71,6 +71,14 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     assert [(r[2], r[3]) for r in rows] == [(t, "completed") for t in titles]
     assert {r[0] for r in rows} == {thread["thread_id"]}
     assert {r[1] for r in rows} == {values["turnId"]}
+    # Every step names the server run that took it: what lets a server retry of the run (its
+    # worker died) catch up with its own turn instead of forking it (agent.turn_lineage).
+    (run,) = await client.runs.list(thread["thread_id"])
+    with closing(sqlite3.connect(dev_server.database)) as connection:
+        step_runs = connection.execute(
+            "SELECT DISTINCT runId FROM turn_steps WHERE turnId = ?", (values["turnId"],)
+        ).fetchall()
+    assert step_runs == [(run["run_id"],)]
 
     drawn = await client.assistants.get_graph(assistant["assistant_id"])
     assert {"plan", "execute", "drain", "tools"} <= {node["id"] for node in drawn["nodes"]}

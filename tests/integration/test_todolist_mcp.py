@@ -7,7 +7,7 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -172,13 +172,17 @@ class HttpServer:
     async def wait_for_log(self, text: str) -> str:
         """The first line of the server's log containing ``text``, once it is there."""
         async with asyncio.timeout(60):  # a hang guard only; nothing here measures time
-            while True:
-                self._changed.clear()
-                found = [line for line in self.log if text in line]
-                if found:
-                    return found[0]
-                assert not self._ended, f"server ended without logging {text!r}: {self.log}"
-                await self._changed.wait()
+            await self.wait_until(lambda log: any(text in line for line in log))
+        return next(line for line in self.log if text in line)
+
+    async def wait_until(self, condition: Callable[[list[str]], bool]) -> None:
+        """Until ``condition`` holds for the log lines so far (the caller bounds the wait)."""
+        while True:
+            self._changed.clear()
+            if condition(self.log):
+                return
+            assert not self._ended, f"server ended before the condition held: {self.log}"
+            await self._changed.wait()
 
     async def stop(self) -> int:
         if self.process.returncode is None:
