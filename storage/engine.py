@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Executable, create_engine, event, inspect
+from sqlalchemy import Connection, Executable, create_engine, event, inspect, text
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -51,6 +51,8 @@ SQLITE_BUSY_TIMEOUT_MS = 2_000
 """How long one attempt waits for SQLite's write lock (its own busy handler)."""
 LOCK_WAIT_SECONDS = 60.0
 """How long a transaction keeps trying to begin on a busy SQLite database before it fails."""
+SCHEMA_LOCK_KEY = int.from_bytes(b"turnplan", "big")
+"""The PostgreSQL advisory lock that processes creating turnplan's schema take turns on."""
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
 SINGLE_STATEMENT = "NONE"
 """The begin mode of ``Database.write_alone``: no BEGIN, so SQLite runs the statement as a
@@ -268,11 +270,18 @@ class Database:
         return current
 
     async def _create_schema(self, engine: AsyncEngine) -> None:
-        """Check and create the tables in one write transaction (retried while busy)."""
+        """Check and create the tables in one write transaction (retried while busy); on
+        PostgreSQL, one creator at a time (a transaction-scoped advisory lock)."""
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         for attempt in range(1_000_000):
             try:
                 async with engine.begin() as connection:
+                    if not self.is_sqlite:
+                        # PostgreSQL's CREATE TABLE is not safe against a concurrent one (server
+                        # workers meeting an empty database at once): take turns, until commit.
+                        await connection.execute(
+                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
+                        )
                     problems = await connection.run_sync(schema_mismatches)
                     if problems:
                         raise SchemaMismatchError(_mismatch_message(self.url, problems))

@@ -7,7 +7,8 @@ background thread, so sync tests, async tests and subprocesses (the LangGraph de
 reach it by URL.
 
 Replies are served in order from a queue; when the queue is empty an optional responder (an
-"oracle" computing each reply from the request) answers. With neither, the server answers 500
+"oracle" computing each reply from the request) answers; an async responder may hold a request
+(for example until other runs have caught up with it). With neither, the server answers 500
 naming the unexpected request and telling the client not to retry, so the test fails loudly.
 
 Usage numbers are deterministic (characters / 4, rounded up) so benchmarks can compare prompt
@@ -20,13 +21,14 @@ This module is also a pytest plugin: ``pytest_plugins = ["tests.scripted_openai"
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
@@ -34,7 +36,7 @@ from typing import Any
 import pytest
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -215,6 +217,10 @@ def _error_response(status: int, message: str, headers: dict[str, str]) -> JSONR
     )
 
 
+Responder = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
+"""Computes the reply to a request body; may be async."""
+
+
 class ScriptedOpenAIServer:
     """OpenAI-compatible chat server whose answers a test scripts. See the module docstring."""
 
@@ -222,7 +228,7 @@ class ScriptedOpenAIServer:
         self.base_url = ""
         self.requests: list[dict[str, Any]] = []
         self._replies: deque[Reply] = deque()
-        self._responder: Callable[[dict[str, Any]], Reply] | None = None
+        self._responder: Responder | None = None
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -235,12 +241,13 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._replies.extend(replies)
 
-    def respond_with(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
-        """Answer every request the queue does not cover with ``fn(request_body)``."""
+    def respond_with(self, fn: Responder) -> None:
+        """Answer every request the queue does not cover with ``fn(request_body)``, awaited if
+        it returns an awaitable (it then runs on the server's event loop)."""
         with self._lock:
             self._responder = fn
 
-    def _next_reply(self, body: dict[str, Any]) -> tuple[int, Reply | None]:
+    def _next_reply(self, body: dict[str, Any]) -> tuple[int, Reply | Awaitable[Reply] | None]:
         with self._lock:
             self.requests.append(body)
             number = len(self.requests)
@@ -254,8 +261,12 @@ class ScriptedOpenAIServer:
     # -- HTTP --------------------------------------------------------------------------------
 
     async def _chat_completions(self, request: Request) -> Response:
-        body = await request.json()
-        number, reply = self._next_reply(body)
+        try:
+            body = await request.json()
+        except ClientDisconnect:  # the client died mid-request (a killed worker): nobody to answer
+            return Response(status_code=499)
+        number, next_reply = self._next_reply(body)
+        reply = await next_reply if inspect.isawaitable(next_reply) else next_reply
         if reply is None:
             last = (body.get("messages") or [{}])[-1]
             return _error_response(

@@ -152,3 +152,23 @@ async def test_sixteen_concurrent_turns_on_postgres_have_no_tool_errors(
         [todo["status"] for todo in r["todos"]] == ["completed"] * 3  # type: ignore[attr-defined]
         for r in results
     )
+
+
+async def test_server_workers_starting_together_create_the_schema_once(
+    postgres_server: PostgresServer,
+) -> None:
+    # Each worker of a multi-worker server has its own engine and meets an empty database at
+    # its first turn; PostgreSQL's CREATE TABLE races ("duplicate key value violates unique
+    # constraint pg_type_typname_nsp_index") unless the creators take turns.
+    url = postgres_server.fresh_database_url()
+    workers = [Database(url) for _ in range(8)]
+    try:
+        await asyncio.gather(*(db.create_schema() for db in workers))
+        async with workers[0].session() as session:
+            tables = await session.execute(
+                text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+            )
+            assert tables.scalar_one() >= 7
+    finally:
+        for db in workers:
+            await db.dispose()
