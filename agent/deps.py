@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agent import compact_profile
 from agent.context import Context
@@ -80,6 +82,10 @@ class SupervisorDeps:
     from the run's context, then ``TURNPLAN_MODEL``, then the embedded default."""
     agent_types: Mapping[str, str] = field(default_factory=dict)
     """Registered workers as ``{agentType: description}``, listed in the delegation section."""
+    checkpoints: BaseCheckpointSaver[Any] | None = None
+    """The checkpointer the graph was compiled with (Python callers; a server brings its own):
+    how a run without a server run id tells its own lost steps from a fork
+    (``agent.turn_lineage.RunIdentity.lost_since``)."""
     _prompts_ready: bool = field(default=False, init=False)
     _bound: dict[asyncio.AbstractEventLoop, BoundModels] = field(default_factory=dict, init=False)
     """Bound models per event loop; a loop's entries go when ``asyncio.run`` ends it (the chat

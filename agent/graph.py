@@ -23,6 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.sessions import Connection
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -115,8 +116,13 @@ def build_graph(
         extra=list(tools or []),
         mcp=mcp_servers if isinstance(mcp_servers, McpTools) else McpTools(mcp_servers),
     )
+    saved = checkpointer if isinstance(checkpointer, BaseCheckpointSaver) else None
     deps = SupervisorDeps(
-        database=db, catalog=catalog, model=model, agent_types=registry.descriptions()
+        database=db,
+        catalog=catalog,
+        model=model,
+        agent_types=registry.descriptions(),
+        checkpoints=saved,
     )
 
     builder = StateGraph(
@@ -124,7 +130,7 @@ def build_graph(
     )
     builder.add_node("plan", async_only(make_plan_node(deps), "plan"))
     builder.add_node("execute", async_only(make_execute_node(deps), "execute"))
-    builder.add_node("tools", build_supervisor_tools_node(catalog, db))
+    builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved))
     builder.add_node("drain", async_only(make_drain_node(deps), "drain"))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -111,15 +113,50 @@ class RunIdentity:
     the same one, and a replay or an edit in Studio (LangGraph writes them a checkpoint of their
     own) never has. ``run_id``: a LangGraph Server run's id, the same for every attempt when
     the server retries the run after its worker died (the server then starts it over from its
-    input, so its task ids are new); empty outside a server.
+    input, so its task ids are new); else the ``run_id`` a Python caller put in the config's
+    ``configurable``; else empty. ``saved``: the graph's own checkpointer, for Python runs
+    without a run id (``lost_since``).
     """
 
     task_id: str
     run_id: str = ""
+    thread_id: str = ""
+    saved: BaseCheckpointSaver[Any] | None = field(default=None, compare=False)
 
     def took(self, claimer: TurnStep) -> bool:
         """Whether the step this row records was taken by this same run."""
         return claimer.taskId == self.task_id or bool(self.run_id and claimer.runId == self.run_id)
+
+    async def lost_since(self, claimer: TurnStep, latest: TurnStep) -> bool:
+        """Whether the steps from ``claimer``'s to ``latest`` were taken by a run whose
+        checkpoints of them were never saved (its process died under ``durability="async"`` or
+        ``"exit"``): a Python run without a run id that starts from the newest checkpoint it
+        could find then continues that run. A replay or an edit starts from an older checkpoint
+        than those the turn saved between the two steps, and forks. (With one step between
+        them nothing tells the two apart: the run catches up, reusing that step's recorded
+        answer.)"""
+        if not self.reads_checkpoints or self.saved is None:
+            return False
+        since, until = _when(claimer.claimedAt), _when(latest.claimedAt)
+        where = {"thread_id": self.thread_id, "checkpoint_ns": ""}
+        thread: RunnableConfig = {"configurable": where}
+        async for saved in self.saved.alist(thread):
+            made = _when(saved.checkpoint["ts"])
+            if made <= since:
+                return True  # newest first: nothing was saved while the turn went on
+            if made < until:
+                return False  # the turn's progress after the step was saved: a fork
+        return True
+
+    @property
+    def reads_checkpoints(self) -> bool:
+        """Whether ``lost_since`` can tell anything: a run without a run id, in a graph
+        compiled with its checkpointer."""
+        return not self.run_id and self.saved is not None and bool(self.thread_id)
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def task_id_of(config: RunnableConfig | None) -> str:
@@ -137,9 +174,18 @@ def server_run_id_of(config: RunnableConfig | None) -> str:
     return str(configurable.get("run_id") or "")
 
 
-def identity_of(config: RunnableConfig | None) -> RunIdentity:
-    """The running node's ``RunIdentity``."""
-    return RunIdentity(task_id_of(config), server_run_id_of(config))
+def identity_of(
+    config: RunnableConfig | None, saved: BaseCheckpointSaver[Any] | None = None
+) -> RunIdentity:
+    """The running node's ``RunIdentity``; ``saved`` is the checkpointer the graph was compiled
+    with, if any (a server brings its own, and its run ids)."""
+    configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+    return RunIdentity(
+        task_id_of(config),
+        server_run_id_of(config),
+        thread_id=str(configurable.get("thread_id") or ""),
+        saved=saved,
+    )
 
 
 def fork_scope(scope: TurnScope) -> TurnScope:
@@ -167,6 +213,7 @@ async def begin_turn(
     never reopened.
     """
     try:
+        lost = await _lost_steps(database, scope, 1, identity)
         async with database.session() as session:
             owner = await ConversationRepository(session).claim(scope.conversation_id, user_id)
             if owner != user_id:
@@ -178,7 +225,7 @@ async def begin_turn(
                 await steps.claim(scope, step=1, task_id=identity.task_id, run_id=identity.run_id)
                 return TurnClaim(scope, 1, rows=[])  # a turn that starts now has no rows yet
             first = await steps.claimer(scope, 1)
-            if first is not None and identity.took(first):
+            if first is not None and (identity.took(first) or lost):
                 return await _retaken(steps, scope, 1)
             if message_id and known.messageId != message_id:
                 raise TurnIdTaken(scope.turn_id)
@@ -203,6 +250,22 @@ async def begin_turn(
         )
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
+
+
+async def _lost_steps(
+    database: Database, scope: TurnScope, step: int, identity: RunIdentity
+) -> bool:
+    """``RunIdentity.lost_since`` for ``step`` of the turn, read outside any write transaction:
+    the checkpointer may be another connection to the same SQLite file, whose writes would wait
+    for ours while ours waited for its read."""
+    if not identity.reads_checkpoints:
+        return False
+    async with database.session(readonly=True) as session:
+        steps = TurnStepRepository(session)
+        claimer, last = await steps.claimer(scope, step), await steps.last(scope)
+    if claimer is None or last is None or identity.took(claimer):
+        return False
+    return await identity.lost_since(claimer, last)
 
 
 async def _retaken(steps: TurnStepRepository, scope: TurnScope, step: int) -> TurnClaim:
@@ -231,11 +294,11 @@ async def continue_turn(
     While ``catch_up_to`` is ahead the step is one this run took before: nothing is claimed."""
     try:
         if step + 1 <= catch_up_to:
-            claim = TurnClaim(scope, step + 1, retaken=True, catch_up_to=catch_up_to)
+            again = TurnClaim(scope, step + 1, retaken=True, catch_up_to=catch_up_to)
             if known_rows is not None or not read_rows:
-                return replace(claim, rows=known_rows)
+                return replace(again, rows=known_rows)
             async with database.session(readonly=True) as session:
-                return replace(claim, rows=await TurnTodoRepository(session).find_by_turn(scope))
+                return replace(again, rows=await TurnTodoRepository(session).find_by_turn(scope))
         # Nothing to read with it: the plain claim is one INSERT, a transaction of its own.
         # Anything else (a fork, a step taken before, a turn to adopt) is settled below.
         nothing_to_read = known_rows is not None or not read_rows
@@ -243,14 +306,20 @@ async def continue_turn(
             database, scope, step=step + 1, task_id=identity.task_id, run_id=identity.run_id
         ):
             return TurnClaim(scope, step + 1, rows=known_rows)
-        async with database.session() as session:
-            claim = await _claim_step(session, scope, step, identity, message_id, todos)
-            if known_rows is not None and claim.forked_from is None:
-                return replace(claim, rows=known_rows)
-            if not read_rows:
-                return claim
-            rows = await TurnTodoRepository(session).find_by_turn(claim.scope)
-            return replace(claim, rows=rows)
+        lost: bool | None = None  # known once asked: a step another task took may be ours
+        while True:
+            async with database.session() as session:
+                claim = await _claim_step(session, scope, step, identity, message_id, todos, lost)
+                if claim is None:
+                    pass  # leave the write transaction before reading the checkpoints
+                elif known_rows is not None and claim.forked_from is None:
+                    return replace(claim, rows=known_rows)
+                elif not read_rows:
+                    return claim
+                else:
+                    rows = await TurnTodoRepository(session).find_by_turn(claim.scope)
+                    return replace(claim, rows=rows)
+            lost = await _lost_steps(database, scope, step + 1, identity)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
 
@@ -262,7 +331,10 @@ async def _claim_step(
     identity: RunIdentity,
     message_id: str,
     todos: Sequence[Mapping[str, Any]],
-) -> TurnClaim:
+    lost: bool | None,
+) -> TurnClaim | None:
+    """The claim of the next step; None when it depends on ``RunIdentity.lost_since``, which
+    the caller reads outside this transaction and passes as ``lost``."""
     turns, steps = TurnRepository(session), TurnStepRepository(session)
     taken = step + 1
     if await steps.claim(scope, step=taken, task_id=identity.task_id, run_id=identity.run_id):
@@ -273,6 +345,11 @@ async def _claim_step(
     claimer = await steps.claimer(scope, taken)
     if claimer is not None and identity.took(claimer):
         return await _retaken(steps, scope, taken)
+    if claimer is not None and identity.reads_checkpoints:
+        if lost is None:
+            return None
+        if lost:
+            return await _retaken(steps, scope, taken)
     earlier = await turns.find_fork(scope, task_id=identity.task_id, step=taken)
     if earlier is not None:  # this node forked already, and runs again (a pause, a crash)
         fork = TurnScope(scope.conversation_id, earlier.turnId)
@@ -297,13 +374,14 @@ async def claim_next_step(
     *,
     read_rows: bool = False,
     known_rows: list[TurnTodo] | None = None,
+    saved: BaseCheckpointSaver[Any] | None = None,
 ) -> TurnClaim:
     """``continue_turn`` for the node that is running now, from its state."""
     return await continue_turn(
         database,
         TurnScope(state.conversationId, state.turnId),
         step=state.turnStep,
-        identity=identity_of(get_config()),
+        identity=identity_of(get_config(), saved),
         message_id=state.turnMessageId,
         todos=state.todos,
         read_rows=read_rows,
@@ -338,8 +416,15 @@ async def check_current(
     current = await TurnRepository(session).step_of(scope)
     if current is not None and current > max(step, catch_up_to):
         if identity is not None:
-            claimer = await TurnStepRepository(session).claimer(scope, step + 1)
+            steps = TurnStepRepository(session)
+            claimer, last = await steps.claimer(scope, step + 1), await steps.last(scope)
             if claimer is not None and identity.took(claimer):
+                return
+            if (
+                claimer is not None
+                and last is not None
+                and await identity.lost_since(claimer, last)
+            ):
                 return
         raise ToolFailure(
             ErrorCode.NOT_RUN,

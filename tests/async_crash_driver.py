@@ -1,17 +1,18 @@
 """A process that runs several supervisor turns at once on durable threads, for crash-resume
 tests under each checkpoint durability.
 
-    python -m tests.async_crash_driver DATABASE_URL DURABILITY start|resume TURNS
+    python -m tests.async_crash_driver DATABASE_URL DURABILITY start|resume TURNS [RUN_IDS]
 
 ``start`` sends each thread its request (thread ``t<i>``, user ``user-<i>``, message id
 ``m-<i>``) with the given durability, all turns at once; the test SIGKILLs the process while
 they run. ``resume`` finishes every thread the way a caller that lost its process would: a
 thread whose checkpoint holds the request and no ending goes on from there (``ainvoke(None)``,
 which also applies the writes of steps that finished after it); a thread whose checkpoint does
-not hold the request yet (it was lost) gets the same request again. Each
-thread's run carries a stable ``run_id`` in its configurable, as a LangGraph Server gives its
-runs. It prints every thread's final ``turnStatus`` as JSON. The model is whatever
-``TURNPLAN_MODEL`` / ``OPENAI_BASE_URL`` name (the tests' scripted server).
+not hold the request yet (it was lost) gets the same request again. With ``RUN_IDS``
+(``run-ids``) each thread's run carries a stable ``run_id`` in its configurable, as a LangGraph
+Server gives its runs; without, the runs are plain ``ainvoke`` calls. It prints every thread's
+final ``turnStatus`` as JSON. The model is whatever ``TURNPLAN_MODEL`` / ``OPENAI_BASE_URL``
+name (the tests' scripted server).
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ def request(index: int) -> dict[str, Any]:
     return {"messages": [HumanMessage(content="Add one, two and three", id=f"m-{index}")]}
 
 
+RUN_IDS = "run-ids" in sys.argv[5:]
+
+
 def config_of(index: int) -> RunnableConfig:
-    return {"configurable": {"thread_id": f"t{index}", "run_id": f"run-{index}"}}
+    if RUN_IDS:
+        return {"configurable": {"thread_id": f"t{index}", "run_id": f"run-{index}"}}
+    return {"configurable": {"thread_id": f"t{index}"}}
 
 
 async def finish(graph: Any, index: int, durability: Durability) -> str:

@@ -87,7 +87,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 if awaiting_approval(state.approvePlan, state.planApproved, open_rows(rows)):
                     approval = await ask_for_approval(plan, rows, plan_limits(context))
                 known = None  # the approval may have changed them
-            claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
+            claim = await claim_next_step(
+                deps.database, state, read_rows=True, known_rows=known, saved=deps.checkpoints
+            )
             rows = claim.rows or []
             if behind and open_rows(rows):
                 # A run from before the decision whose turn has moved on (a fork) decides on

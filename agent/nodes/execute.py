@@ -50,7 +50,9 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
         handed = take_handed(state.todos, scope, state.turnStep)
         known = handed.rows if handed is not None else None
         try:
-            claim = await claim_next_step(deps.database, state, read_rows=True, known_rows=known)
+            claim = await claim_next_step(
+                deps.database, state, read_rows=True, known_rows=known, saved=deps.checkpoints
+            )
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         update = claim.update()

@@ -52,7 +52,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
         config = get_config()
-        identity = identity_of(config)
+        identity = identity_of(config, deps.checkpoints)
         running = state.turnStatus == "running" and bool(state.turnId)
         try:
             resent = (

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
@@ -152,7 +154,10 @@ RECORDS_MEMO = "supervisor_call_records"
 
 
 def _message_gate(
-    database: Database, request: ToolCallRequest, issuer: AIMessage | None
+    database: Database,
+    request: ToolCallRequest,
+    issuer: AIMessage | None,
+    saved: BaseCheckpointSaver[Any] | None,
 ) -> MessageGate:
     """The gate shared by the calls of the issuing message in this run of the step (one read
     for all of them, ``agent.call_gate``); a call without an issuer gets one of its own."""
@@ -169,7 +174,7 @@ def _message_gate(
             for call in (issuer.tool_calls if issuer is not None else [])
         )
         fresh = issuer is not None and take_fresh_message(issuer, scope, step)
-        identity = identity_of(get_config())
+        identity = identity_of(get_config(), saved)
         gate = memo[GATE_MEMO] = MessageGate(
             database, scope, step, record_ids, fresh, catch_up_to, identity
         )
@@ -185,7 +190,9 @@ def _record_batch(database: Database) -> RecordBatch:
     return batch
 
 
-def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> ToolNode:
+def build_supervisor_tools_node(
+    catalog: ToolCatalog, database: Database, saved: BaseCheckpointSaver[Any] | None = None
+) -> ToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log."""
 
@@ -196,7 +203,7 @@ def build_supervisor_tools_node(catalog: ToolCatalog, database: Database) -> Too
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
         if scope.conversation_id and scope.turn_id:
-            gate = _message_gate(database, request, issuer)
+            gate = _message_gate(database, request, issuer, saved)
             replay = await gate.recorded(record_id)
             if replay is not None:
                 return await _with_plan_snapshot(

@@ -71,6 +71,11 @@ class TurnStepRepository:
         """Who took ``step`` of the turn, if anyone did."""
         return await self._session.get(TurnStep, (scope.conversation_id, scope.turn_id, step))
 
+    async def last(self, scope: TurnScope) -> TurnStep | None:
+        """The row of the turn's highest claimed step."""
+        latest = await self.latest(scope)
+        return None if latest is None else await self.claimer(scope, latest)
+
     async def latest(self, scope: TurnScope) -> int | None:
         """The turn's step: its highest claimed one (None before any)."""
         statement = select(func.max(TurnStep.step)).where(

@@ -112,14 +112,20 @@ def kill_after(process: subprocess.Popen[bytes], model: ScriptedOpenAIServer, ca
 
 
 def crash_and_resume(
-    tmp_path: Path, model: ScriptedOpenAIServer, url: str, durability: str, kill_at: int
+    tmp_path: Path,
+    model: ScriptedOpenAIServer,
+    url: str,
+    durability: str,
+    kill_at: int,
+    run_ids: bool = False,
 ) -> list[str]:
     driver = [sys.executable, "-m", "tests.async_crash_driver", url, durability]
+    flags = ["run-ids"] if run_ids else []
     env = environment(model)
-    first = subprocess.Popen([*driver, "start", str(TURNS)], cwd=tmp_path, env=env)
+    first = subprocess.Popen([*driver, "start", str(TURNS), *flags], cwd=tmp_path, env=env)
     kill_after(first, model, kill_at)
     resumed = subprocess.run(
-        [*driver, "resume", str(TURNS)],
+        [*driver, "resume", str(TURNS), *flags],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -145,29 +151,34 @@ def assert_each_action_once(url: str, statuses: list[str]) -> None:
 
 
 # The kill lands after the first, second or third burst of model answers (the turns go about in
-# step): async, the server's default, at each; exit and sync after the second.
+# step): async, the default of ainvoke and of a server, at each; exit and sync after the second.
+# Plain ainvoke runs, and runs with a stable run id in their configurable (as a server's).
 KILLS = [
-    ("async", TURNS + 2),
-    ("async", 2 * TURNS + 3),
-    ("async", 3 * TURNS + 1),
-    ("exit", 2 * TURNS + 3),
-    ("sync", 2 * TURNS + 3),
+    ("async", TURNS + 2, False),
+    ("async", 2 * TURNS + 3, True),
+    ("async", 3 * TURNS + 1, False),
+    ("exit", 2 * TURNS + 3, False),
+    ("sync", 2 * TURNS + 3, False),
 ]
 
 
-@pytest.mark.parametrize(("durability", "kill_at"), KILLS)
+@pytest.mark.parametrize(("durability", "kill_at", "run_ids"), KILLS)
 def test_turns_killed_on_sqlite_finish_exactly_once(
-    tmp_path: Path, model: ScriptedOpenAIServer, durability: str, kill_at: int
+    tmp_path: Path, model: ScriptedOpenAIServer, durability: str, kill_at: int, run_ids: bool
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'turnplan.db'}"
-    statuses = crash_and_resume(tmp_path, model, url, durability, kill_at)
+    statuses = crash_and_resume(tmp_path, model, url, durability, kill_at, run_ids)
     assert_each_action_once(url, statuses)
 
 
-@pytest.mark.parametrize("durability", ["async", "exit"])
+@pytest.mark.parametrize(("durability", "run_ids"), [("async", True), ("exit", False)])
 def test_turns_killed_on_postgres_finish_exactly_once(
-    tmp_path: Path, model: ScriptedOpenAIServer, postgres_server: PostgresServer, durability: str
+    tmp_path: Path,
+    model: ScriptedOpenAIServer,
+    postgres_server: PostgresServer,
+    durability: str,
+    run_ids: bool,
 ) -> None:
     url = postgres_server.fresh_database_url()
-    statuses = crash_and_resume(tmp_path, model, url, durability, 2 * TURNS + 3)
+    statuses = crash_and_resume(tmp_path, model, url, durability, 2 * TURNS + 3, run_ids)
     assert_each_action_once(url, statuses)
