@@ -306,22 +306,45 @@ async def continue_turn(
             database, scope, step=step + 1, task_id=identity.task_id, run_id=identity.run_id
         ):
             return TurnClaim(scope, step + 1, rows=known_rows)
-        lost: bool | None = None  # known once asked: a step another task took may be ours
-        while True:
-            async with database.session() as session:
-                claim = await _claim_step(session, scope, step, identity, message_id, todos, lost)
-                if claim is None:
-                    pass  # leave the write transaction before reading the checkpoints
-                elif known_rows is not None and claim.forked_from is None:
-                    return replace(claim, rows=known_rows)
-                elif not read_rows:
-                    return claim
-                else:
-                    rows = await TurnTodoRepository(session).find_by_turn(claim.scope)
-                    return replace(claim, rows=rows)
+        claim = await _settle_claim(
+            database, scope, step, identity, message_id, todos, None, read_rows, known_rows
+        )
+        if claim is None:
+            # Whether a step another task took is this run's own depends on the checkpoints,
+            # read outside the write transaction; then the claim is settled knowing it.
             lost = await _lost_steps(database, scope, step + 1, identity)
+            claim = await _settle_claim(
+                database, scope, step, identity, message_id, todos, lost, read_rows, known_rows
+            )
+        if claim is None:  # pragma: no cover - _claim_step decides once ``lost`` is known
+            raise RuntimeError("a step claim stayed undecided with the checkpoints read")
+        return claim
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
+
+
+async def _settle_claim(
+    database: Database,
+    scope: TurnScope,
+    step: int,
+    identity: RunIdentity,
+    message_id: str,
+    todos: Sequence[Mapping[str, Any]],
+    lost: bool | None,
+    read_rows: bool,
+    known_rows: list[TurnTodo] | None,
+) -> TurnClaim | None:
+    """``_claim_step`` in a write transaction of its own, with the claimed turn's rows (the
+    ones handed over, else read in the same transaction when asked for)."""
+    async with database.session() as session:
+        claim = await _claim_step(session, scope, step, identity, message_id, todos, lost)
+        if claim is None:
+            return None
+        if known_rows is not None and claim.forked_from is None:
+            return replace(claim, rows=known_rows)
+        if not read_rows:
+            return claim
+        return replace(claim, rows=await TurnTodoRepository(session).find_by_turn(claim.scope))
 
 
 async def _claim_step(

@@ -137,7 +137,7 @@ def redis(folder: Path) -> Iterator[str]:
                     if sock.recv(16).startswith(b"+PONG"):
                         break
             except OSError:
-                pass
+                pass  # not listening yet: ask again until the deadline
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"redis-server did not start:\n{log.read_text()[-2000:]}")
             time.sleep(0.1)
@@ -236,7 +236,7 @@ class Cluster:
                 if httpx.get(f"{worker.url}/ok", timeout=2).status_code == 200:
                     return worker
             except httpx.HTTPError:
-                pass
+                pass  # not serving yet: ask again until the deadline
             time.sleep(0.25)
         raise RuntimeError(f"worker {worker.name} did not start:\n{worker.log_tail()}")
 
