@@ -5,8 +5,8 @@
     drain -> (execute | END)
     execute -> (tools | drain | END)
 
-Nodes return state updates; the branches (``agent.routing``) read the next node off the state, so
-an edit made in Studio as any node continues the turn.
+Nodes return state updates; the branches (``agent.nodes.routing``) read the next node off the state,
+so an edit made in Studio as any node continues the turn.
 
 ``graph`` is what ``langgraph.json`` serves, through ``agent.server`` (the dev server brings its
 own checkpointer);
@@ -29,21 +29,21 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
+from agent.calls.catalog import ToolCatalog, Toolset
 from agent.context import BUILTIN_TOOLSETS, Context
-from agent.deps import SupervisorDeps
 from agent.nodes import SupervisorNode
+from agent.nodes.deps import SupervisorDeps
 from agent.nodes.drain import make_drain_node
 from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
-from agent.nodes.tools import build_supervisor_tools_node
-from agent.routing import after_drain, after_model_step, after_tools
+from agent.nodes.routing import after_drain, after_model_step, after_tools
+from agent.nodes.tools_node import build_supervisor_tools_node
 from agent.state import InputState, OutputState, SupervisorState
-from agent.tool_catalog import ToolCatalog, Toolset
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.conversation_tasks import CONVERSATION_TASKS_PROMPT, build_conversation_task_tools
 from agent.tools.delegate import delegation_tools
 from agent.tools.mcp import McpTools
-from agent.tools.tasks import build_task_tools
+from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from agent.workers import Worker, WorkerRegistry
 from storage import Database
@@ -100,7 +100,7 @@ def build_graph(
     then ``TURNPLAN_MODEL``, then the embedded local model). ``tools``: your own domain tools,
     added to the todo tools and the built-in ones. ``database``: a ``Database`` or URL (default:
     ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``workers``: specialists plan
-    items are delegated to by ``agentType`` (e.g. ``agent.task_worker.build_task_worker``);
+    items are delegated to by ``agentType`` (e.g. ``agent.tools.task_worker.build_task_worker``);
     with none, no ``delegate`` tool is bound and the graph is the plain supervisor.
     ``include_default_tools``: False leaves out the built-in toolsets (``Context.toolsets`` is
     then ignored). ``tasks_dir``: where the conversation task files go (default:

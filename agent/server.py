@@ -37,8 +37,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent.auth import TOKENS_ENV, tokens_required
 from agent.context import Context, check_context_keys
 from agent.graph import SupervisorGraph, database, graph, mcp_tools
-from agent.local_model import stop_shared_local_model_server
-from agent.models import close_chat_models
+from agent.llm.chat_models import close_chat_models
+from agent.llm.local_model import stop_shared_local_model_server
 
 
 def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:

@@ -49,7 +49,7 @@ class SupervisorState(InputState):
     turnStep: int = 0
     """Nodes of this turn run so far. With the turn's steps in the database it tells the turn's
     own continuation from a run started at an older checkpoint (a fork, which gets a turn of its
-    own); see ``agent.turn_lineage``."""
+    own); see ``agent.turn.lineage``."""
 
     catchUpTo: int = 0
     """The turn's step in the database when this run found that it had already got further

@@ -9,8 +9,8 @@ ASK_USER = "ask_user"
 """The question to the user (``agent.tools.ask_user``)."""
 ORDERED_TOOL_NAMES = TODO_TOOL_NAMES | {ASK_USER}
 """Tools whose calls wait for every call written before them in one message
-(``agent.ordered_tools``): the plan's changes and the question must follow the model's order."""
+(``agent.calls.ordering``): the plan's changes and the question must follow the model's order."""
 IN_ORDER_METADATA = "turnplan_in_order"
 """A tool whose ``metadata`` sets this to True waits for every call written before it in one
-message, like the tools above (``agent.ordered_tools``): for tools whose calls depend on each
+message, like the tools above (``agent.calls.ordering``): for tools whose calls depend on each
 other's effects (ids handed out in order, an item added then completed)."""

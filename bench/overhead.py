@@ -10,7 +10,7 @@ The turn is the benchmark's sequential N-item turn (``bench.systems.turnplan``: 
 - **thread trips**: handoffs to aiosqlite's thread (``storage.aiosqlite_one_trip``: one per
   statement, plus one per commit or rollback), each a thread switch and an event-loop wake-up;
 - the wall time spent in the three places that run them: the step claims of ``execute`` and
-  ``drain`` (``agent.turn_lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
+  ``drain`` (``agent.turn.lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
   recording the results of the other tool calls (``RecordBatch.record``).
 
 What is left of the wall time is the graph (three steps per item), the prompt, the model and
@@ -37,9 +37,9 @@ from langgraph.types import Checkpointer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from agent.tool_ledger import RecordBatch
-from agent.turn_lineage import claim_next_step
-from agent.turn_plan import TurnPlan
+from agent.turn.call_ledger import RecordBatch
+from agent.turn.lineage import claim_next_step
+from agent.turn.plan_rows import TurnPlan
 from bench.measure import _instant_run
 from bench.systems import PreparedTurn, TurnResult
 from bench.systems.turnplan import TurnplanSystem

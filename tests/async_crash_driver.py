@@ -25,10 +25,10 @@ from typing import Any, Literal, cast
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from agent.checkpoints import open_checkpointer
+from agent.app.checkpoints import open_checkpointer
 from agent.context import Context
 from agent.graph import build_graph
-from agent.models import close_chat_models
+from agent.llm.chat_models import close_chat_models
 from storage import Database
 
 Durability = Literal["sync", "async", "exit"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.models import clear_model_cache, close_chat_models
+from agent.llm.chat_models import clear_model_cache, close_chat_models
 from storage import Database
 
 pytest_plugins = ["tests.scripted_openai", "tests.postgres"]

@@ -18,10 +18,10 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from agent.checkpoints import open_checkpointer
+from agent.app.checkpoints import open_checkpointer
 from agent.context import Context
 from agent.graph import build_graph
-from agent.models import close_chat_models
+from agent.llm.chat_models import close_chat_models
 from storage import Database
 
 

@@ -174,7 +174,7 @@ def window_of(messages: Sequence[M]) -> list[M]:
 
 
 def _without_plan_view(message: M) -> M:
-    """``message`` as it was before the plan view joined it (``agent.prompt_builder``)."""
+    """``message`` as it was before the plan view joined it (``agent.prompting.builder``)."""
     content = message.get("content") if isinstance(message, Mapping) else message.content
     if isinstance(content, list):  # the view is the last block
         kept: Any = content[:-1]

@@ -1,6 +1,6 @@
 """turnplan on a LangGraph Server with several worker processes, for the multi-worker test and
 benchmark: one PostgreSQL (``pgserver``), one Redis (Debian's ``redis-server``), N workers of
-``agent.multiworker`` (``langgraph-runtime-pg``), and the lockstep stub model.
+``agent.app.server_worker`` (``langgraph-runtime-pg``), and the lockstep stub model.
 
 The workers run in their own environment, ``.turnplan/mw-venv`` (``python -m bench.multiworker
 setup``), because runtime-pg pins an older langgraph-api than the development one. This process
@@ -148,7 +148,7 @@ def redis(folder: Path) -> Iterator[str]:
 
 @dataclass
 class Worker:
-    """One worker process (``python -m agent.multiworker``) and where it listens."""
+    """One worker process (``python -m agent.app.server_worker``) and where it listens."""
 
     name: str
     port: int
@@ -219,7 +219,13 @@ class Cluster:
         with worker.log.open("a") as output:
             worker.process = subprocess.Popen(
                 [
-                    *(str(mw_python()), "-m", "agent.multiworker", "--port", str(worker.port)),
+                    *(
+                        str(mw_python()),
+                        "-m",
+                        "agent.app.server_worker",
+                        "--port",
+                        str(worker.port),
+                    ),
                     *("--jobs", str(self.jobs), "--config", str(REPO / "langgraph.json")),
                 ],
                 cwd=REPO,

@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
+from agent.calls.ordering import build_tools_node
 from agent.context import Context
-from agent.ordered_tools import build_tools_node
 from agent.state import SupervisorState
 
 ToolCallSpec = tuple[str, dict[str, Any]]

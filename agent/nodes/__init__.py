@@ -11,8 +11,8 @@ from agent.state import SupervisorState
 
 
 class SupervisorNode(Protocol):
-    """A node of the supervisor: state in, a state update out (``agent.routing`` picks the next
-    node from the updated state)."""
+    """A node of the supervisor: state in, a state update out (``agent.nodes.routing`` picks the
+    next node from the updated state)."""
 
     async def __call__(
         self, state: SupervisorState, *, runtime: Runtime[Context]

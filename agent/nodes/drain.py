@@ -1,13 +1,13 @@
 """``drain``: where a turn may end. It runs after every answer, after the tool round that made
 a plan the user must approve, and when ``execute`` finds the budget spent; a tool round with
-budget left goes straight back to ``execute`` (``agent.routing.after_tools``).
+budget left goes straight back to ``execute`` (``agent.nodes.routing.after_tools``).
 
 - The model answered while rows remain: remind it (a prompt file) and go back; after
   ``max_reminders`` such answers in a row, stop with an honest partial answer (a model that
   will not work on the plan only burns calls).
 - The model answered and every row is closed (or there was no plan): the turn ends.
 - The model replied with nothing (no text, no tool call): ask once more; a second empty reply,
-  or one on the last allowed call, ends the turn ``no_answer`` (``agent.empty_answer``).
+  or one on the last allowed call, ends the turn ``no_answer`` (``agent.turn.empty_answer``).
 - The budget is spent: end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
   row closed on the last allowed call, the same rows make a complete answer.
@@ -25,23 +25,23 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
-from agent.deps import SupervisorDeps
-from agent.empty_answer import after_empty_reply
 from agent.errors import ToolFailure, operator_faults
-from agent.model_step import end_turn_with_failure
 from agent.nodes import SupervisorNode
-from agent.plan_approval import ask_for_approval, awaiting_approval
-from agent.rows_handoff import hand_over, take_over
+from agent.nodes.deps import SupervisorDeps
+from agent.nodes.model_step import end_turn_with_failure
 from agent.state import SupervisorState
-from agent.turn_budget import budget_after_round
-from agent.turn_identity import REMINDER_NAME
-from agent.turn_lineage import claim_next_step, moved_on
-from agent.turn_outcome import (
+from agent.turn.approval import ask_for_approval, awaiting_approval
+from agent.turn.budget import budget_after_round
+from agent.turn.empty_answer import after_empty_reply
+from agent.turn.identity import REMINDER_NAME
+from agent.turn.lineage import claim_next_step, moved_on
+from agent.turn.outcome import (
     budget_exhausted_message,
     plan_complete_message,
     stalled_message,
 )
-from agent.turn_plan import PlanCounts, TurnPlan, count_rows, plan_limits
+from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
+from agent.turn.rows_handoff import hand_over, take_over
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -81,7 +81,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             )
             if asking and not behind:
                 # Before the step is claimed: the pause must not move the turn's step on, or
-                # the run that answers it would look like a fork (``agent.turn_lineage``).
+                # the run that answers it would look like a fork (``agent.turn.lineage``).
                 plan = TurnPlan(deps.database, scope)
                 rows, _ = await plan.rows()
                 if awaiting_approval(state.approvePlan, state.planApproved, open_rows(rows)):
@@ -94,7 +94,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             if behind and open_rows(rows):
                 # A run from before the decision whose turn has moved on (a fork) decides on
                 # its own copy of the plan, never on the original turn's rows; run again to
-                # take the answer, its claim finds the same fork (``agent.turn_lineage``).
+                # take the answer, its claim finds the same fork (``agent.turn.lineage``).
                 plan = TurnPlan(deps.database, claim.scope)
                 approval = await ask_for_approval(plan, rows, plan_limits(context))
                 rows, _ = await plan.rows()
@@ -130,7 +130,7 @@ def _drain(
     out_of_calls = state.llmCalls >= budget
 
     if not (out_of_calls and counts.remaining):
-        # An empty reply is no answer (agent.empty_answer): asked again once, else no_answer.
+        # An empty reply is no answer (agent.turn.empty_answer): asked again once, else no_answer.
         empty = after_empty_reply(state.messages, rows, call_left=not out_of_calls)
         if empty is not None:
             return {"iterationBudget": budget, **empty}

@@ -3,12 +3,12 @@
 The graph has already started the item; the prompt shows it, with the rest of the plan and the
 turn's request, so the model always knows what to do next without a ``list_todo`` round trip.
 
-After a tool round (the tools step routes here directly, ``agent.routing.after_tools``) it first
-takes the round into account, as ``drain`` does after an answer: rows still open extend the
-budget (``agent.turn_budget``), the reminder count starts again and the operator faults are
+After a tool round (the tools step routes here directly, ``agent.nodes.routing.after_tools``)
+it first takes the round into account, as ``drain`` does after an answer: rows still open extend the
+budget (``agent.turn.budget``), the reminder count starts again and the operator faults are
 counted (``toolErrors``, right even if the turn ends here). The tools step has left the plan
 snapshot (``todos``: Studio's view, a fork's copy) as its plan changes made it; when that could
-not be (``agent.rows_handoff``: the rows handed over are not the ones it shows), it is brought
+not be (``agent.turn.rows_handoff``: the rows handed over are not the ones it shows), it is brought
 up to date here, as it is for a fork, whose rows are new copies with ids of their own. A
 budget that is spent makes no call: the step hands over to ``drain``, which writes the turn's
 honest closing answer. So a plan item costs two graph steps (this and ``tools``) and one step
@@ -24,15 +24,15 @@ from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
-from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure, operator_faults
-from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.rows_handoff import hand_over, take_handed
+from agent.nodes.deps import SupervisorDeps
+from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
-from agent.turn_budget import budget_after_round
-from agent.turn_lineage import claim_next_step
-from agent.turn_plan import count_rows
+from agent.turn.budget import budget_after_round
+from agent.turn.lineage import claim_next_step
+from agent.turn.plan_rows import count_rows
+from agent.turn.rows_handoff import hand_over, take_handed
 from storage.repositories import TurnScope
 
 

@@ -6,7 +6,7 @@ request is answered right here (one call, no rows); a multi-step one comes back 
 ``create_todo`` call.
 
 A run that sends its turn's message again is that turn resumed, not a new one
-(``agent.turn_resume``): a LangGraph Server retries a run whose worker died by starting it over
+(``agent.turn.resume``): a LangGraph Server retries a run whose worker died by starting it over
 from its input, on whatever checkpoint the thread last saved.
 """
 
@@ -20,28 +20,28 @@ from langgraph.runtime import Runtime
 
 from agent.auth import acting_user
 from agent.context import Context
-from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
-from agent.model_step import TurnView, end_turn_with_failure, model_step
 from agent.nodes import SupervisorNode
-from agent.pending_question import answer_with_message, pending_question, question_was_asked
-from agent.plan_approval import (
+from agent.nodes.deps import SupervisorDeps
+from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
+from agent.state import SupervisorState
+from agent.turn.approval import (
     apply_decision,
     awaiting_approval,
     decided_by_message,
     decision_from_message,
 )
-from agent.rows_handoff import hand_over
-from agent.state import SupervisorState
-from agent.turn_identity import (
+from agent.turn.identity import (
     conversation_id_of,
     latest_human_message,
     message_text,
     turn_id_of,
 )
-from agent.turn_lineage import TurnRefused, begin_turn, identity_of
-from agent.turn_plan import TurnPlan, plan_limits
-from agent.turn_resume import resumed_turn_of_run, resumed_turn_update
+from agent.turn.lineage import TurnRefused, begin_turn, identity_of
+from agent.turn.plan_rows import TurnPlan, plan_limits
+from agent.turn.question import answer_with_message, pending_question, question_was_asked
+from agent.turn.resume import resumed_turn_of_run, resumed_turn_update
+from agent.turn.rows_handoff import hand_over
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
@@ -61,7 +61,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                 else None
             )
             if human is not None and (resent == state.turnId or human.id == state.turnMessageId):
-                # This run's input again on a checkpoint inside its turn (agent.turn_resume): a
+                # This run's input again on a checkpoint inside its turn (agent.turn.resume): a
                 # copy with a new id is dropped; a running turn goes on, catching up; an ended
                 # one (a server retry of a run that had finished) stays as it ended. The same
                 # message from another run is no new request (below).
@@ -139,7 +139,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             return end_turn_with_failure(failure.message, None, turn_start)
         turn_start.update(claim.update())
         if claim.rows is not None:
-            # For this step's tools, or drain if the model answers (agent.rows_handoff).
+            # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
             hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
         view = TurnView(
             scope=claim.scope,

@@ -7,7 +7,7 @@ run is resumed with ``Command(resume=<answer>)``, so the same turn goes on.
 
 The interrupt value is ``{"type": "question", "question", "options", "todo"}``, ``todo`` being
 the plan item in progress (or null). A new message sent while the question is pending is taken
-as the answer (``agent.pending_question``).
+as the answer (``agent.turn.question``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from langgraph.types import interrupt
 from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
-from agent.pending_question import answer_text, mark_question_asked
 from agent.tool_names import ASK_USER
 from agent.tools.runtime import ToolRuntimeT, call_key, state_value
-from agent.turn_plan import TurnPlan
+from agent.turn.plan_rows import TurnPlan
+from agent.turn.question import answer_text, mark_question_asked
 from storage import Database
 from storage.repositories import TurnScope
 

@@ -33,8 +33,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.auth import acting_user
 from agent.errors import ErrorCode, ToolFailure, describe_validation_error
-from agent.tool_ledger import CallAlreadyRecorded, record_result
 from agent.tools.runtime import ToolRuntimeT, record_key, run_context, state_value
+from agent.turn.call_ledger import CallAlreadyRecorded, record_result
 from storage import Database
 from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository, ToolCallKey
 
@@ -167,7 +167,7 @@ class AuditedTaskTool(StructuredTool):
 
 
 async def _record(session: AsyncSession, key: ToolCallKey, result: Any) -> None:
-    """Record a changing call's result with its change (``agent.tool_ledger``)."""
+    """Record a changing call's result with its change (``agent.turn.call_ledger``)."""
     if isinstance(result, Command):
         update = result.update if isinstance(result.update, dict) else {}
         messages = update.get("messages") or []

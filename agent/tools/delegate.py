@@ -25,10 +25,10 @@ from langgraph.errors import GraphBubbleUp, GraphRecursionError
 from langgraph.types import Command
 
 from agent.errors import ErrorCode, ToolFailure
-from agent.progress import emit_delegation_event
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
-from agent.turn_identity import message_text
-from agent.turn_plan import TurnPlan
+from agent.turn.identity import message_text
+from agent.turn.plan_rows import TurnPlan
+from agent.turn.progress import emit_delegation_event
 from agent.workers.registry import WorkerRegistry
 from agent.workers.worker import DELEGATE_TOOL_NAME, Worker
 from prompts import load_prompt, render_prompt

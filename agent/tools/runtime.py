@@ -25,7 +25,7 @@ from pydantic import PlainSerializer
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
-from agent.turn_identity import call_record_id, issuing_message
+from agent.turn.identity import call_record_id, issuing_message
 from storage.repositories import ToolCallKey, TurnScope
 
 ToolRuntimeT = Annotated[
@@ -62,7 +62,7 @@ def turn_scope(runtime: ToolRuntimeT) -> TurnScope:
 
 
 def call_key(runtime: ToolRuntimeT, tool_name: str) -> ToolCallKey:
-    """This call, as its result is recorded for exactly-once replay (``agent.tool_ledger``)."""
+    """This call, as its result is recorded for exactly-once replay (``agent.turn.call_ledger``)."""
     return record_key(runtime, tool_name, turn_scope(runtime))
 
 

@@ -12,11 +12,9 @@ from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, tool
 
-from agent.progress import emit_todo_events
-from agent.rows_handoff import hand_over, take_over
 from agent.tool_names import TODO_TOOL_NAMES
 from agent.tools.runtime import ToolRuntimeT, call_key, run_context, state_value, turn_scope
-from agent.turn_plan import (
+from agent.turn.plan_rows import (
     PlanChange,
     PlanLimits,
     Receipt,
@@ -24,6 +22,8 @@ from agent.turn_plan import (
     TurnPlan,
     plan_limits,
 )
+from agent.turn.progress import emit_todo_events
+from agent.turn.rows_handoff import hand_over, take_over
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
 from storage.repositories import TurnScope
@@ -105,7 +105,7 @@ def _limits(runtime: ToolRuntimeT) -> PlanLimits:
 
 
 def _take_rows(runtime: ToolRuntimeT, scope: TurnScope) -> list[TurnTodo] | None:
-    """The rows the step before handed over in this run (``agent.rows_handoff``). Every tool
+    """The rows the step before handed over in this run (``agent.turn.rows_handoff``). Every tool
     that writes rows takes them first, so no later step can take rows it has made stale."""
     return take_over(
         state_value(runtime, "todos"), scope, int(state_value(runtime, "turnStep", 0) or 0)

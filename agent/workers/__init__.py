@@ -1,7 +1,7 @@
 """Workers: specialists the supervisor delegates plan items to, awaited inside the turn.
 
 ``Worker`` wraps a compiled graph; ``build_worker`` makes a small ReAct one from a model, tools
-and prompt files (the built-in personal-task specialist is ``agent.task_worker``);
+and prompt files (the built-in personal-task specialist is ``agent.tools.task_worker``);
 ``WorkerRegistry`` holds the workers of one supervisor by ``agentType``.
 """
 

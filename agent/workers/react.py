@@ -17,11 +17,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from agent.calls.ordering import build_tools_node
+from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context
-from agent.deps import ModelSetting, resolve_chat_model
-from agent.models import invalid_tool_call_messages
-from agent.ordered_tools import build_tools_node
-from agent.tool_schemas import model_tool_schemas
+from agent.llm.chat_models import ModelSetting, invalid_tool_call_messages, resolve_chat_model
 from agent.workers.worker import Worker, WorkerState
 from prompts import load_all_prompts, load_prompt
 

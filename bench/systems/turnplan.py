@@ -20,7 +20,7 @@ from langgraph.types import Checkpointer
 from agent.context import Context
 from agent.graph import build_graph
 from agent.state import InputState
-from agent.turn_plan import TurnPlan
+from agent.turn.plan_rows import TurnPlan
 from bench.scenario import action
 from bench.systems import PreparedTurn, TurnResult, turn_config
 from bench.wire import Oracle, text_of

@@ -4,8 +4,8 @@ forks and no row is left open.
 
 Under ``durability="async"`` (a LangGraph Server's default) and ``"exit"`` the checkpoints lag
 the database: the resumed runs start from checkpoints older than their rows, tool results and
-model answers, and must take them for their own (``agent.turn_lineage``,
-``agent.model_answers``), not for a fork.
+model answers, and must take them for their own (``agent.turn.lineage``,
+``agent.turn.answer_ledger``), not for a fork.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     assert {r[0] for r in rows} == {thread["thread_id"]}
     assert {r[1] for r in rows} == {values["turnId"]}
     # Every step names the server run that took it: what lets a server retry of the run (its
-    # worker died) catch up with its own turn instead of forking it (agent.turn_lineage).
+    # worker died) catch up with its own turn instead of forking it (agent.turn.lineage).
     (run,) = await client.runs.list(thread["thread_id"])
     with closing(sqlite3.connect(dev_server.database)) as connection:
         step_runs = connection.execute(

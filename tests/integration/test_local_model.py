@@ -18,17 +18,17 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from agent.local_model import (
-    LocalModelServer,
-    ensure_model_file,
-    local_model_server,
-    stop_shared_local_model_server,
-)
-from agent.models import (
+from agent.llm.chat_models import (
     ModelConfigurationError,
     clear_model_cache,
     close_chat_models,
     get_chat_model,
+)
+from agent.llm.local_model import (
+    LocalModelServer,
+    ensure_model_file,
+    local_model_server,
+    stop_shared_local_model_server,
 )
 
 LOCAL_EXTRA_MISSING = any(
@@ -139,7 +139,7 @@ async def test_serve_model_command_prints_the_url_and_stops_cleanly(
     command = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "agent.cli",
+        "agent.app.cli",
         "serve-model",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -178,7 +178,7 @@ async def test_a_planned_turn_on_the_embedded_model_ends_with_every_item_closed(
     import io
     import sqlite3
 
-    from agent.run_turn import run_turn
+    from agent.app.run_turn import run_turn
 
     database = tmp_path / "turn.db"
     printed = io.StringIO()

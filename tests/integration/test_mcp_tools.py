@@ -31,7 +31,7 @@ NOTES_SERVER: Connection = {
 TODOLIST_SERVER: Connection = {
     "transport": "stdio",
     "command": sys.executable,
-    "args": ["-m", "agent.cli", "mcp"],
+    "args": ["-m", "agent.app.cli", "mcp"],
     "cwd": str(Path(__file__).parents[2]),
 }
 """``turnplan mcp`` (seed 001), started as a real stdio server."""

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-COMMAND = [sys.executable, "-m", "agent.cli", "mcp"]
+COMMAND = [sys.executable, "-m", "agent.app.cli", "mcp"]
 
 # The schemas exactly as seed 001 writes them.
 SEED_SCHEMAS = {

@@ -22,7 +22,7 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
     # Their statements: 1 for the claim (an INSERT of the step that is a transaction of its own,
     # sent without BEGIN), 1 for the answer's record (alone too), 4 for the close (BEGIN, the
     # row, the next row, its recorded result), 1 for the action's record (alone too). No step
-    # reads the rows: each takes them from the step before (agent.rows_handoff).
+    # reads the rows: each takes them from the step before (agent.turn.rows_handoff).
     assert round(8 * result.statements - 4 * shorter.statements) == 4 * 7
     # One trip per statement, and one for the COMMIT of the close, the one transaction left.
     assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * 8

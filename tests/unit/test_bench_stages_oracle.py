@@ -8,7 +8,7 @@ import json
 import uuid
 from typing import Any
 
-from agent.prompt_builder import plan_view
+from agent.prompting.builder import plan_view
 from bench.run import all_systems
 from bench.scenario import ACTION_TOOL, titles_for
 from bench.systems.turnplan_stages import StagesOracle

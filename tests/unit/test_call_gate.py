@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 
-from agent.call_gate import note_fresh_message, take_fresh_message
+from agent.calls.gate import note_fresh_message, take_fresh_message
 from storage.repositories import TurnScope
 from tests.fakes import ai, tool_call
 

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from agent.cli import main
+from agent.app.cli import main
 from tests.unit.test_local_model_setup import pretend_llama_cpp_is_missing
 
 

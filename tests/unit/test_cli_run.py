@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from agent.models import clear_model_cache
+from agent.app.cli import main
+from agent.llm.chat_models import clear_model_cache
 from storage import Database
 from storage.repositories.tasks import TaskRepository
 from tests.http_asking import OPTIONS, approval_aware_model, asking_model

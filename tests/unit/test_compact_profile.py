@@ -11,17 +11,17 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import SecretStr
 
-from agent.compact_profile import (
+from agent.context import Context
+from agent.llm.chat_models import CompatibleChatOpenAI
+from agent.prompting.builder import model_messages
+from agent.prompting.compact_profile import (
     DISPATCH_TOOL,
     prompt_profile,
     step_binding,
     unwrap_dispatch,
 )
-from agent.context import Context
-from agent.models import CompatibleChatOpenAI
-from agent.prompt_builder import model_messages
 from agent.tools.ask_user import build_ask_user_tool
-from agent.tools.tasks import build_task_tools
+from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from storage.models import TurnTodo
@@ -118,7 +118,7 @@ def test_an_item_just_started_offers_the_domain_tools_with_the_users_words(
 
 
 def test_quoted_words_of_the_request_ground_an_item_that_names_them() -> None:
-    from agent.compact_profile import grounded_phrases
+    from agent.prompting.compact_profile import grounded_phrases
 
     current = row("Add 'call mom' to my tasks", "in_progress")
 
@@ -176,7 +176,7 @@ def test_one_failed_action_gets_another_try(tools: list[Any]) -> None:
 async def test_a_finished_plan_is_answered_from_its_rows_without_the_model(
     tools: list[Any],
 ) -> None:
-    from agent.compact_profile import bind_step
+    from agent.prompting.compact_profile import bind_step
 
     rows = [row("buy groceries", "completed", outcome="added 'buy groceries'")]
     binding = step_binding(tools, rows, [tool_result("complete_todo")], None, REQUEST)

@@ -13,10 +13,10 @@ from langchain_core.tools import tool
 
 from agent.context import Context
 from agent.graph import build_graph
-from agent.task_worker import build_task_worker
 from agent.tools.delegate import build_delegate_tool
+from agent.tools.task_worker import build_task_worker
 from agent.tools.todos import TODO_TOOL_NAMES, build_todo_tools
-from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from agent.workers import (
     Worker,
     WorkerRegistry,
@@ -345,7 +345,7 @@ async def test_delegation_under_a_checkpointer_runs_the_worker_afresh_each_turn(
 
 
 def test_turnplan_run_prints_delegation_events() -> None:
-    from agent.run_turn import _format_event
+    from agent.app.run_turn import _format_event
 
     line = _format_event(
         {

@@ -18,12 +18,12 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from agent.cli import main, run_exit_status
+from agent.app.cli import main, run_exit_status
 from agent.context import Context
-from agent.empty_answer import is_empty_reply
 from agent.graph import build_graph
-from agent.models import clear_model_cache
+from agent.llm.chat_models import clear_model_cache
 from agent.state import TurnStatus
+from agent.turn.empty_answer import is_empty_reply
 from prompts import load_prompt
 from storage import Database
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call

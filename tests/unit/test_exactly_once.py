@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.context import Context
 from agent.graph import build_graph
-from agent.prompt_builder import ORPHAN_RESULT
-from agent.tool_ledger import RecordBatch, record_after_call, recorded_results
+from agent.prompting.builder import ORPHAN_RESULT
+from agent.turn.call_ledger import RecordBatch, record_after_call, recorded_results
 from storage import Database
 from storage.repositories import ToolCallKey
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent.context import Context
 from agent.graph import build_graph, graph
-from agent.prompt_builder import system_prompt
+from agent.prompting.builder import system_prompt
 
 EXPECTED_EDGES = {
     ("__start__", "plan"),

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from agent.prompt_builder import model_messages, without_reported_steps
+from agent.prompting.builder import model_messages, without_reported_steps
 from storage.models import TurnTodo
 from tests.fakes import plan_rows, plan_view, tool_call, window_of
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent import local_model
-from agent.local_model import model_cache_dir, normalize_base_url, require_local_extra
-from agent.models import ModelConfigurationError, clear_model_cache, get_chat_model
+from agent.llm import local_model
+from agent.llm.chat_models import ModelConfigurationError, clear_model_cache, get_chat_model
+from agent.llm.local_model import model_cache_dir, normalize_base_url, require_local_extra
 
 
 def pretend_llama_cpp_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:

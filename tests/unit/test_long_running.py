@@ -13,9 +13,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from agent.context import Context
-from agent.deps import SupervisorDeps
 from agent.graph import build_graph
-from agent.models import open_model_loops
+from agent.llm.chat_models import open_model_loops
+from agent.nodes.deps import SupervisorDeps
 from storage import Database
 from tests.http_oracle import HttpPlanOracle
 from tests.scripted_openai import ScriptedOpenAIServer

@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from agent.models import (
+from agent.llm.chat_models import (
     EmptyModelResponseError,
     get_chat_model,
     invalid_tool_call_messages,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_openai import ChatOpenAI
 
-from agent.models import (
+from agent.llm.chat_models import (
     ModelConfigurationError,
     get_chat_model,
     resolve_model_setting,

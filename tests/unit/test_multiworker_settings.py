@@ -1,4 +1,4 @@
-"""A worker of the multi-worker server (``python -m agent.multiworker``) is configured from
+"""A worker of the multi-worker server (``python -m agent.app.server_worker``) is configured from
 ``langgraph.json`` and the environment, as LangGraph's server images are."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.multiworker import server_environment
+from agent.app.server_worker import server_environment
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = {"DATABASE_URI": "postgresql://db/lg", "REDIS_URI": "redis://127.0.0.1:6379"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.errors import ErrorCode
-from agent.tools.tasks import TASK_TOOL_FUNCTIONS
+from agent.tools.personal_tasks import TASK_TOOL_FUNCTIONS
 from prompts import load_prompt
 
 

@@ -3,7 +3,7 @@ touch (in progress, and next), not of every later row."""
 
 from __future__ import annotations
 
-from agent.prompt_builder import plan_view
+from agent.prompting.builder import plan_view
 from storage.models import TurnTodo
 from tests.fakes import plan_rows
 

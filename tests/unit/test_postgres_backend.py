@@ -11,10 +11,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from sqlalchemy import text
 
-from agent.checkpoints import open_checkpointer
+from agent.app.checkpoints import open_checkpointer
+from agent.app.run_turn import run_turn
 from agent.context import Context
 from agent.graph import build_graph
-from agent.run_turn import run_turn
 from storage import Database
 from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
 from tests.postgres import PostgresServer

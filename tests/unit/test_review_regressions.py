@@ -15,9 +15,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.context import Context
 from agent.graph import build_graph
-from agent.prompt_builder import answer_orphaned_tool_calls
-from agent.turn_budget import extended_budget
-from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from agent.prompting.builder import answer_orphaned_tool_calls
+from agent.turn.budget import extended_budget
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_view, tool_call

@@ -1,5 +1,5 @@
-"""Rows handed over between the steps of a run (``agent.rows_handoff``) stand in for a read, but
-the writes made with them stay conditional: rows that missed a change can neither close a row
+"""Rows handed over between the steps of a run (``agent.turn.rows_handoff``) stand in for a read,
+but the writes made with them stay conditional: rows that missed a change can neither close a row
 twice nor hide a row that exists."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from agent.context import Context
 from agent.errors import ToolFailure
 from agent.graph import build_graph
 from agent.state import InputState
-from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from bench.scenario import ActionLog, action, request_for, titles_for
 from bench.wire import InstantChatModel
 from storage import Database

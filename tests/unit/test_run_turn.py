@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from agent.run_turn import run_turn
+from agent.app.run_turn import run_turn
 from storage import Database
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 FIRST_USER = """
 import asyncio, sys
 from storage import Database
-from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from storage.repositories import TurnScope
 
 async def main() -> None:

@@ -18,12 +18,12 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from agent import ordered_tools
+from agent.calls import ordering as ordered_tools
+from agent.calls.ordering import IN_ORDER_METADATA, build_tools_node
 from agent.context import Context
 from agent.graph import build_graph
-from agent.ordered_tools import IN_ORDER_METADATA, build_tools_node
 from agent.tools.conversation_tasks import build_conversation_task_tools
-from agent.tools.tasks import build_task_tools
+from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from agent.workers import Worker
 from agent.workers.worker import WorkerState

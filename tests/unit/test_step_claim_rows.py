@@ -1,12 +1,12 @@
-"""A node's step claim reads the plan in the same transaction (``agent.turn_lineage``), so drain
+"""A node's step claim reads the plan in the same transaction (``agent.turn.lineage``), so drain
 and execute need no second read: the rows of the turn it claimed, or a fork's own copies."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent.rows_handoff import hand_over, take_over
-from agent.turn_lineage import RunIdentity, continue_turn
+from agent.turn.lineage import RunIdentity, continue_turn
+from agent.turn.rows_handoff import hand_over, take_over
 from storage import Database
 from storage.models import TurnTodo
 from storage.repositories import NewTurnTodo, TurnRepository, TurnScope, TurnTodoRepository
@@ -53,7 +53,7 @@ async def test_a_claim_reads_the_rows_of_the_turn_it_claimed(database: Database)
 async def test_rows_handed_over_stand_in_for_the_read_unless_the_claim_forks(
     database: Database,
 ) -> None:
-    """``execute`` takes the rows ``drain`` just read (``agent.rows_handoff``) for a plain
+    """``execute`` takes the rows ``drain`` just read (``agent.turn.rows_handoff``) for a plain
     claim; a claim that turns out to be a fork reads the fork's own rows instead."""
     async with database.session() as session:
         await TurnRepository(session).create(SCOPE, message_id="m", step=1, task_id="task")

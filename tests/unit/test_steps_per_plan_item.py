@@ -17,7 +17,7 @@ from langgraph.types import Command, StateSnapshot
 from agent.context import Context
 from agent.graph import build_graph
 from agent.tools.ask_user import build_ask_user_tool
-from agent.turn_identity import REMINDER_NAME
+from agent.turn.identity import REMINDER_NAME
 from storage import Database
 from storage.repositories import TurnScope, TurnTodoRepository
 from tests.fakes import (

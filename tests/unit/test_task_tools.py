@@ -10,7 +10,7 @@ from langchain_core.messages import ToolMessage
 from sqlalchemy import func, select, text
 
 from agent.context import Context
-from agent.tools.tasks import build_task_tools
+from agent.tools.personal_tasks import build_task_tools
 from storage import Database
 from storage.models import Task
 from storage.repositories import TaskRepository, ToolAuditRepository

@@ -15,9 +15,9 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolRuntime
 
+from agent.calls.tool_schemas import model_tool_schema
 from agent.context import Context
 from agent.state import SupervisorState
-from agent.tool_schemas import model_tool_schema
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from tests.tool_harness import run_tool_calls

@@ -1,4 +1,4 @@
-"""What the model is sent of each tool (``agent.tool_schemas``): no parts that only restate
+"""What the model is sent of each tool (``agent.calls.tool_schemas``): no parts that only restate
 that an argument is optional, with every bound and choice kept, on the wire as ``ChatOpenAI``
 sends it."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agent.tool_schemas import lean_schema
+from agent.calls.tool_schemas import lean_schema
 from bench.prompt_size import turn_requests
 from tests.scripted_openai import ScriptedOpenAIServer
 

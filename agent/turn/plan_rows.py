@@ -25,7 +25,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure, database_failure
-from agent.tool_ledger import record_result
+from agent.turn.call_ledger import record_result
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
 from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRepository
@@ -36,7 +36,7 @@ CloseStatus = Literal["completed", "cancelled"]
 def _without_class_description(schema: dict[str, Any]) -> None:
     """No class description: the schema is sent with every LLM call, and the tool's own
     description says what an item is. Null choices and empty defaults are left out for every
-    tool alike, where tools are bound (``agent.tool_schemas``)."""
+    tool alike, where tools are bound (``agent.calls.tool_schemas``)."""
     schema.pop("description", None)
 
 
@@ -117,7 +117,7 @@ class PlanChange:
     counts: PlanCounts = field(default_factory=PlanCounts)
     rows: list[TurnTodo] = field(default_factory=list)
     """Every row of the turn as the operation's transaction left them, in plan order: what
-    the next reader of this run may take instead of reading (``agent.rows_handoff``)."""
+    the next reader of this run may take instead of reading (``agent.turn.rows_handoff``)."""
 
     @property
     def current(self) -> TurnTodo | None:
@@ -127,7 +127,7 @@ class PlanChange:
 
 @dataclass(frozen=True)
 class Receipt:
-    """How a tool call records its result with the change (see ``agent.tool_ledger``):
+    """How a tool call records its result with the change (see ``agent.turn.call_ledger``):
     ``render`` turns the change into the tool's result, inside the change's transaction."""
 
     key: ToolCallKey
@@ -229,7 +229,7 @@ class TurnPlan:
     ) -> PlanChange:
         """Create the items as pending rows and start the first one if none is in progress.
         ``known_rows``: the turn's rows as they are now, handed over by the step before in
-        this run (``agent.rows_handoff``), used instead of reading them."""
+        this run (``agent.turn.rows_handoff``), used instead of reading them."""
         return await self._add(items, limits, receipt, replace_open=False, known_rows=known_rows)
 
     async def replace_open_items(
@@ -323,7 +323,8 @@ class TurnPlan:
         """Record a row's outcome as completed or cancelled, then start the next row.
 
         ``known_rows``: the turn's rows as they are now, handed over by the step before in this
-        run (``agent.rows_handoff``), used instead of reading them; the writes stay conditional,
+        run (``agent.turn.rows_handoff``), used instead of reading them; the writes stay
+        conditional,
         so a row closed or started meanwhile is still caught."""
         todo_id = _check_todo_id(todo_id)
         outcome = outcome.strip()

@@ -2,8 +2,8 @@
 
 - A run started from an older checkpoint of the turn (a fork or replay) must not change the
   original turn's rows: its tool calls are answered ``NOT_RUN`` and the next ``execute`` moves the
-  run to a turn of its own (see ``agent.turn_lineage``).
-- A call whose result is recorded (``agent.tool_ledger``) already happened, in a run that was
+  run to a turn of its own (see ``agent.turn.lineage``).
+- A call whose result is recorded (``agent.turn.call_ledger``) already happened, in a run that was
   interrupted after it: the record is returned and nothing runs twice.
 - The message's last plan change (``create_todo``/``complete_todo``), done, failed or
   replayed, leaves the plan snapshot in the state (``todos``) with its result, from the rows
@@ -28,10 +28,9 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from agent.call_gate import MessageGate, take_fresh_message
-from agent.context import Context
-from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
-from agent.ordered_tools import (
+from agent.calls.catalog import ToolCatalog
+from agent.calls.gate import MessageGate, take_fresh_message
+from agent.calls.ordering import (
     Execute,
     ToolResult,
     build_tools_node,
@@ -39,14 +38,15 @@ from agent.ordered_tools import (
     message_memo,
     request_messages,
 )
-from agent.plan_approval import PLAN_TOOLS, awaiting_approval
-from agent.rows_handoff import hand_over, take_handed
-from agent.tool_catalog import ToolCatalog
-from agent.tool_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
+from agent.context import Context
+from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
-from agent.turn_identity import call_record_id, issuing_message, message_text
-from agent.turn_lineage import identity_of
-from agent.turn_plan import TurnPlan
+from agent.turn.approval import PLAN_TOOLS, awaiting_approval
+from agent.turn.call_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
+from agent.turn.identity import call_record_id, issuing_message, message_text
+from agent.turn.lineage import identity_of
+from agent.turn.plan_rows import TurnPlan
+from agent.turn.rows_handoff import hand_over, take_handed
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -82,7 +82,7 @@ async def _run_tool(request: ToolCallRequest, catalog: ToolCatalog) -> ToolCallR
 
 def _refuse_before_approval(request: ToolCallRequest, issuer: AIMessage | None) -> None:
     """With ``approve_plan``, nothing but the plan tools runs until the user approves the plan
-    (``agent.plan_approval``)."""
+    (``agent.turn.approval``)."""
     state = request.state
     values = state if isinstance(state, dict) else vars(state)
     planning = issuer is not None and any(c["name"] == "create_todo" for c in issuer.tool_calls)
@@ -122,7 +122,7 @@ async def _with_plan_snapshot(
     """The result of the message's last plan change, whatever became of it (done, failed,
     replayed from the ledger), with the plan snapshot as the message's plan changes left the
     rows; any other result as it is. The rows are the ones the last writing call handed over
-    (``agent.rows_handoff``), else read: a replay or a failure hands nothing over."""
+    (``agent.turn.rows_handoff``), else read: a replay or a failure hands nothing over."""
     if issuer is None or not isinstance(result, ToolMessage):
         return result
     changes = [
@@ -160,7 +160,7 @@ def _message_gate(
     saved: BaseCheckpointSaver[Any] | None,
 ) -> MessageGate:
     """The gate shared by the calls of the issuing message in this run of the step (one read
-    for all of them, ``agent.call_gate``); a call without an issuer gets one of its own."""
+    for all of them, ``agent.calls.gate``); a call without an issuer gets one of its own."""
     memo = message_memo() if issuer is not None else {}
     gate = memo.get(GATE_MEMO)
     if not isinstance(gate, MessageGate):
@@ -182,7 +182,7 @@ def _message_gate(
 
 
 def _record_batch(database: Database) -> RecordBatch:
-    """The writer of the free calls' records of the running message (``agent.tool_ledger``)."""
+    """The writer of the free calls' records of the running message (``agent.turn.call_ledger``)."""
     memo = message_memo()
     batch = memo.get(RECORDS_MEMO)
     if not isinstance(batch, RecordBatch):

@@ -1,6 +1,7 @@
 """Errors raised while turning a model setting into a working chat model.
 
-Kept apart from ``agent.models`` so ``agent.local_model`` can raise them without an import cycle.
+Kept apart from ``agent.llm.chat_models`` so ``agent.llm.local_model`` can raise them without an
+import cycle.
 """
 
 from langchain_core.exceptions import ModelAPIError

@@ -1,13 +1,13 @@
 """The built-in ``tasks`` worker: the user's personal task list, and nothing else.
 
-It joins a toolset (``agent.tools.tasks``) with the worker machinery (``agent.workers``), so it
-lives above both: the workers package knows no toolset, and ``agent.tools.delegate`` can use
-the workers without a circle."""
+It joins a toolset (``agent.tools.personal_tasks``) with the worker machinery
+(``agent.workers``), so it lives above both: the workers package knows no toolset, and
+``agent.tools.delegate`` can use the workers without a circle."""
 
 from __future__ import annotations
 
-from agent.deps import ModelSetting
-from agent.tools.tasks import build_task_tools
+from agent.llm.chat_models import ModelSetting
+from agent.tools.personal_tasks import build_task_tools
 from agent.workers.react import build_worker
 from agent.workers.worker import Worker
 from storage import Database

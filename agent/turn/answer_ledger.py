@@ -1,6 +1,6 @@
 """Exactly-once model answers: an answer that asks for tool calls is recorded before they run.
 
-The tool ledger (``agent.tool_ledger``) keys a call's effect on its tool call id, and the model
+The tool ledger (``agent.turn.call_ledger``) keys a call's effect on its tool call id, and the model
 makes those ids up. A run that resumes from a checkpoint older than an answer (its newest
 checkpoints were lost: a crash under ``durability="async"`` or ``"exit"``, a LangGraph Server's
 retry of a run whose worker died) would ask the model again, get new ids, and act twice. So

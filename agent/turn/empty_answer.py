@@ -23,8 +23,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 
-from agent.turn_identity import REMINDER_NAME, message_text
-from agent.turn_outcome import no_answer_message
+from agent.turn.identity import REMINDER_NAME, message_text
+from agent.turn.outcome import no_answer_message
 from prompts import load_prompt
 from storage.models import TurnTodo
 
@@ -46,7 +46,7 @@ def is_empty_reply(message: BaseMessage | None) -> bool:
 
 def answer_required() -> HumanMessage:
     """The request for a reply after an empty one; named like the reminders, so it never opens
-    a turn (``agent.turn_identity.latest_human_message``)."""
+    a turn (``agent.turn.identity.latest_human_message``)."""
     return HumanMessage(
         content=load_prompt("answer_required"),
         name=REMINDER_NAME,

@@ -1,6 +1,6 @@
 """Two work-arounds for ``langgraph-runtime-pg`` 0.11.1.post1 with stock ``langgraph-api`` 0.11.1.
 
-Applied by ``agent.multiworker`` in each worker process, after the server's environment is set
+Applied by ``agent.app.server_worker`` in each worker process, after the server's environment is set
 and before the server is imported. Each one names the upstream defect; delete it when the runtime
 fixes it. Nothing here changes how turnplan behaves, only whether the server starts and accepts
 runs at all.

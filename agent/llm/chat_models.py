@@ -1,6 +1,6 @@
 """The one place that turns a model setting into a chat model.
 
-Settings are strings: ``"local"`` (the embedded Gemma 3 270M, see ``agent.local_model``) or
+Settings are strings: ``"local"`` (the embedded Gemma 3 270M, see ``agent.llm.local_model``) or
 ``"openai:<model>"`` for OpenAI or any OpenAI-compatible server (``OPENAI_BASE_URL``: vLLM, Ollama,
 LiteLLM, ``turnplan serve-model``). Every model is a ``ChatOpenAI``, so one wire path is tested.
 
@@ -43,9 +43,10 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from agent.context import Context
 from agent.errors import ErrorCode
-from agent.local_model import MODEL_ALIAS, shared_local_model_url
-from agent.model_errors import EmptyModelResponseError, ModelConfigurationError
+from agent.llm.local_model import MODEL_ALIAS, shared_local_model_url
+from agent.llm.model_errors import EmptyModelResponseError, ModelConfigurationError
 from storage.loop_shutdown import call_at_loop_shutdown
 
 __all__ = [
@@ -100,6 +101,28 @@ def resolve_model_setting(context_model: str | None) -> str:
     if os.environ.get("OPENAI_API_KEY", "").strip():
         return DEFAULT_OPENAI_MODEL
     return DEFAULT_MODEL
+
+
+ModelSetting = BaseChatModel | str | None
+
+
+async def resolve_chat_model(model: ModelSetting, context: Context) -> BaseChatModel:
+    """The chat model for a run: an instance as given, else a model string, else the run's
+    context (then ``TURNPLAN_MODEL``, then the embedded default). Shared by the supervisor and
+    its workers so both resolve a model the same way."""
+    if isinstance(model, BaseChatModel):
+        return model
+    setting = resolve_model_setting(model or context.model)
+    return await get_chat_model(
+        setting, timeout=context.request_timeout, max_retries=context.max_retries
+    )
+
+
+def model_setting_of(model: ModelSetting, context: Context) -> str | None:
+    """The resolved model setting string, or None for a chat model instance."""
+    if isinstance(model, BaseChatModel):
+        return None
+    return resolve_model_setting(model or context.model)
 
 
 class CompatibleChatOpenAI(ChatOpenAI):
@@ -208,7 +231,7 @@ async def get_chat_model(
 ) -> BaseChatModel:
     """A chat model for the setting ``model``, reused across calls with the same settings.
 
-    ``"local"`` starts the embedded server on first use (see ``agent.local_model``). Clients are
+    ``"local"`` starts the embedded server on first use (see ``agent.llm.local_model``). Clients are
     cached by (model, timeout, retries, base URL, key) so a turn's many LLM calls share one
     connection pool; a changed environment (another base URL or key) gets a new client.
     """

@@ -28,9 +28,9 @@ from langgraph.types import interrupt
 from pydantic import TypeAdapter, ValidationError
 
 from agent.errors import ToolFailure, describe_validation_error
-from agent.progress import emit_todo_events
-from agent.turn_identity import REMINDER_NAME
-from agent.turn_plan import PlanLimits, TodoItemInput, TurnPlan
+from agent.turn.identity import REMINDER_NAME
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
+from agent.turn.progress import emit_todo_events
 from prompts import load_prompt, render_prompt
 from storage.models import OPEN_TODO_STATUSES, TurnTodo
 

@@ -51,7 +51,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent.context import Context
 from agent.tool_names import ASK_USER, TODO_TOOL_NAMES
-from agent.turn_outcome import plan_complete_message
+from agent.turn.outcome import plan_complete_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 

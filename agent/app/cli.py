@@ -148,10 +148,10 @@ async def run_command(args: argparse.Namespace) -> int:
     (``RUN_EXIT_CODES``: 1 failed, also for bad settings and nothing to resume; 3
     budget_exhausted, 4 stalled, 5 no_answer, 6 paused) with one line on standard error saying
     why."""
+    from agent.app.run_turn import run_turn
     from agent.errors import ConfigurationError
-    from agent.local_model import stop_shared_local_model_server
-    from agent.models import close_chat_models
-    from agent.run_turn import run_turn
+    from agent.llm.chat_models import close_chat_models
+    from agent.llm.local_model import stop_shared_local_model_server
 
     stopped_by = _cancel_on_signals()
     if args.resume and not args.thread:
@@ -342,8 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def serve_model(*, port: int | None) -> int:
     """Serve until SIGINT/SIGTERM; exit status 0 after a requested stop, 1 if the server failed."""
-    from agent.local_model import MODEL_ALIAS, LocalModelServer
-    from agent.model_errors import ModelConfigurationError
+    from agent.llm.local_model import MODEL_ALIAS, LocalModelServer
+    from agent.llm.model_errors import ModelConfigurationError
 
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()

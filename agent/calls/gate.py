@@ -1,8 +1,8 @@
 """The read a supervisor tool call makes before it runs: one transaction per AI message.
 
-Two checks guard every call (see ``agent.nodes.tools``): the run must not come from an older
-checkpoint than the turn has reached (``agent.turn_lineage``), and a call whose result is
-recorded already happened (``agent.tool_ledger``). Both are reads of the same moment, so one
+Two checks guard every call (see ``agent.nodes.tools_node``): the run must not come from an older
+checkpoint than the turn has reached (``agent.turn.lineage``), and a call whose result is
+recorded already happened (``agent.turn.call_ledger``). Both are reads of the same moment, so one
 read transaction answers both, and it answers them for every call of the message at once: a
 call's transactions are most of the framework's cost per plan item, and a stage's message holds
 one call per row.
@@ -31,8 +31,8 @@ from langchain_core.messages import AIMessage
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
-from agent.tool_ledger import RecordedResult, recorded_results_in
-from agent.turn_lineage import RunIdentity, check_current
+from agent.turn.call_ledger import RecordedResult, recorded_results_in
+from agent.turn.lineage import RunIdentity, check_current
 from storage import Database
 from storage.repositories import TurnScope
 
@@ -91,7 +91,7 @@ class MessageGate:
     scope: TurnScope
     step: int
     record_ids: frozenset[str]
-    """The record ids of the message's calls (``agent.turn_identity.call_record_id``)."""
+    """The record ids of the message's calls (``agent.turn.identity.call_record_id``)."""
     fresh: bool = False
     """The message was just written by this run's model step (``take_fresh_message``): nothing
     to read."""
@@ -99,7 +99,7 @@ class MessageGate:
     """The state's ``catchUpTo``: the run is catching up with its own steps, not a fork."""
     identity: RunIdentity | None = None
     """The running run's identity: a turn ahead of the step by this run's own steps is no
-    fork (``agent.turn_lineage.check_current``)."""
+    fork (``agent.turn.lineage.check_current``)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _recorded: dict[str, RecordedResult] | None = None
     _asked: set[str] = field(default_factory=set)

@@ -12,14 +12,14 @@ It needs its own environment (README, "Deploying on several workers"): runtime-p
 pins ``langgraph-api==0.11.1``, older than the one ``langgraph dev`` uses here.
 
     DATABASE_URI=postgresql://... REDIS_URI=redis://... \\
-        python -m agent.multiworker --port 8123 --jobs 10
+        python -m agent.app.server_worker --port 8123 --jobs 10
 
 The server is configured from ``langgraph.json`` the way LangGraph's own container images are, by
 environment (``LANGSERVE_GRAPHS``, ``LANGGRAPH_AUTH``, ``LANGGRAPH_HTTP``, ``LANGGRAPH_STORE``),
 and the variables of its ``env`` file are added unless the environment already sets them. Unlike
 ``langgraph dev`` it does not mark itself a development server, so langgraph-api's Studio
 shortcut (a request with ``x-auth-scheme: langsmith`` let in without the authenticate handler)
-is off. The two runtime work-arounds it needs are in ``agent.runtime_pg_shims``.
+is off. The two runtime work-arounds it needs are in ``agent.app.runtime_pg_shims``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def server_environment(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve ``langgraph.json`` as one worker until stopped (SIGTERM or Ctrl-C)."""
-    parser = argparse.ArgumentParser(prog="python -m agent.multiworker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m agent.app.server_worker", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8123)
     parser.add_argument("--config", type=Path, default=Path("langgraph.json"))
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Paths in langgraph.json are relative to its folder, as under `langgraph dev`.
     os.chdir(config_path.parent)
 
-    from agent import runtime_pg_shims
+    from agent.app import runtime_pg_shims
 
     runtime_pg_shims.apply()
 

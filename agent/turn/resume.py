@@ -6,7 +6,7 @@ be older than the turn's rows. The ``plan`` node then sees:
 
 - the turn's own message again (a client that gives its messages ids), on a state whose turn is
   still running: the turn goes on from where the checkpoint left it, catching up with the steps
-  it already took (``agent.turn_lineage``);
+  it already took (``agent.turn.lineage``);
 - a copy of the message with a new id (a client that sends none: the server's input is applied
   again and LangGraph gives the copy a fresh id): the run's own turn, found by the server's run
   id in the steps it took. On a checkpoint inside that turn the copy is dropped and the turn goes
@@ -25,8 +25,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from agent.context import Context
 from agent.errors import database_failure
 from agent.state import SupervisorState
-from agent.turn_identity import conversation_id_of
-from agent.turn_lineage import RunIdentity
+from agent.turn.identity import conversation_id_of
+from agent.turn.lineage import RunIdentity
 from storage import Database
 from storage.repositories import TurnRepository, TurnScope, TurnStepRepository
 

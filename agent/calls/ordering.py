@@ -1,15 +1,16 @@
 """A tools node: LangGraph's ``ToolNode`` with our error envelope and a call order that keeps
 the plan consistent while independent calls run side by side.
 
-Shared by the supervisor (``agent.nodes.tools`` adds its turn check) and the workers.
+Shared by the supervisor (``agent.nodes.tools_node`` adds its turn check) and the workers.
 
 ``ToolNode`` starts every call of one AI message at once. Two kinds of call are told apart:
 
-- calls *in order* (the todo tools and ``ask_user``, see ``agent.tool_names.ORDERED_TOOL_NAMES``,
-  and any tool whose ``metadata`` sets ``"turnplan_in_order": True``, as the built-in task tools
-  do: their calls depend on each other's effects) wait for every call written before them: a
-  supervisor that completes row k and starts row k+1 in one message, or plans and acts in one
-  message, has them applied in the order it wrote them;
+- calls *in order* (the todo tools and ``ask_user``, see
+  ``agent.tool_names.ORDERED_TOOL_NAMES``, and any tool whose ``metadata`` sets
+  ``"turnplan_in_order": True``, as the built-in task tools do: their calls depend on each
+  other's effects) wait for every call written before them: a supervisor that completes row k
+  and starts row k+1 in one message, or plans and acts in one message, has them applied in the
+  order it wrote them;
 - every other call waits only for the calls in order written before it, then runs beside the
   other free calls, at most ``Context.max_parallel_tools`` at a time: the twenty actions of a
   stage, or three delegations, take about as long as the slowest of them.
@@ -34,11 +35,11 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from agent.calls.safe_input import unstorable_arguments, unstorable_failure
 from agent.context import Context
 from agent.errors import tool_error_content
-from agent.safe_input import unstorable_arguments, unstorable_failure
 from agent.tool_names import IN_ORDER_METADATA, ORDERED_TOOL_NAMES
-from agent.turn_identity import issuing_message
+from agent.turn.identity import issuing_message
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]

@@ -10,7 +10,7 @@ message that asked for it.
 Only a question the user was shown counts: ``ask_user`` records it (``asked_questions``) just
 before the run pauses. A call left without a result by a run that stopped before asking (a
 crash, a cancelled run) was never seen, so the next message starts a new turn, and the call is
-answered ``NOT_RUN`` like any other orphan (``agent.prompt_builder``).
+answered ``NOT_RUN`` like any other orphan (``agent.prompting.builder``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
 from agent.tool_names import ASK_USER
-from agent.turn_identity import call_record_id, message_text
+from agent.turn.identity import call_record_id, message_text
 from storage import Database
 from storage.repositories import AskedQuestionRepository, ToolCallKey
 
@@ -51,7 +51,7 @@ def answer_text(answer: Any) -> str:
 @dataclass(frozen=True)
 class PendingQuestion:
     """An ``ask_user`` call without a result, and the id it is recorded under
-    (``agent.turn_identity.call_record_id``)."""
+    (``agent.turn.identity.call_record_id``)."""
 
     call: ToolCall
     record_id: str

@@ -1,9 +1,10 @@
 """One LLM call of the turn, shared by the ``plan`` and ``execute`` nodes.
 
 It sends the bounded prompt (system prompt, history window, plan view) and counts the call
-against the turn's budget; ``agent.routing`` then sends tool calls to the tools node and anything
-else to ``drain``. A model that cannot be reached (after its own retries) or a plan store that
-cannot be read ends the turn with a message saying so; the rows are left exactly as they were.
+against the turn's budget; ``agent.nodes.routing`` then sends tool calls to the tools node and
+anything else to ``drain``. A model that cannot be reached (after its own retries) or a plan
+store that cannot be read ends the turn with a message saying so; the rows are left exactly as
+they were.
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
-from agent.call_gate import note_fresh_message
+from agent.calls.gate import note_fresh_message
+from agent.calls.safe_input import quarantine_unstorable_calls
 from agent.context import Context
-from agent.deps import SupervisorDeps
 from agent.errors import ToolFailure
-from agent.model_answers import record_answer, recorded_answer
-from agent.models import invalid_tool_call_messages
-from agent.prompt_builder import model_messages, orphaned_tool_calls, recent_history
-from agent.safe_input import quarantine_unstorable_calls
-from agent.tool_ledger import recorded_results
-from agent.turn_outcome import turn_failed_message
-from agent.turn_plan import TurnPlan
+from agent.llm.chat_models import invalid_tool_call_messages
+from agent.nodes.deps import SupervisorDeps
+from agent.prompting.builder import model_messages, orphaned_tool_calls, recent_history
+from agent.turn.answer_ledger import record_answer, recorded_answer
+from agent.turn.call_ledger import recorded_results
+from agent.turn.outcome import turn_failed_message
+from agent.turn.plan_rows import TurnPlan
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -48,10 +49,10 @@ class TurnView:
     claimed_step: int | None = None
     """The turn's step the caller claimed in this run right before the call (``plan`` and
     ``execute`` do); the answer's tool calls then skip the call gate's read
-    (``agent.call_gate.note_fresh_message``)."""
+    (``agent.calls.gate.note_fresh_message``)."""
     retaken: bool = False
     """The step is one this run took before (``TurnClaim.retaken``): the answer it got then, if
-    recorded, is the answer now (``agent.model_answers``)."""
+    recorded, is the answer now (``agent.turn.answer_ledger``)."""
 
 
 REASON_LIMIT = 300

@@ -20,14 +20,14 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessa
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StreamMode
 
-from agent.checkpoints import open_checkpointer
+from agent.app.checkpoints import open_checkpointer
 from agent.context import Context, ToolsetName
 from agent.graph import SupervisorGraph, build_graph
-from agent.plan_approval import decision_from_message
-from agent.progress import EVENT_TYPE
 from agent.state import InputState
 from agent.tools.mcp import McpTools
-from agent.turn_plan import TurnPlan
+from agent.turn.approval import decision_from_message
+from agent.turn.plan_rows import TurnPlan
+from agent.turn.progress import EVENT_TYPE
 from storage import Database
 from storage.repositories import TurnScope
 

@@ -24,11 +24,11 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agent.empty_answer import without_empty_replies
+from agent.calls.safe_input import sendable
 from agent.errors import ErrorCode
-from agent.safe_input import sendable
 from agent.tool_names import PLAN_CHANGING_TOOLS
-from agent.turn_identity import call_record_id
+from agent.turn.empty_answer import without_empty_replies
+from agent.turn.identity import call_record_id
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
@@ -132,7 +132,7 @@ ORPHAN_RESULT = json.dumps(
 
 def orphaned_tool_calls(messages: Sequence[AnyMessage]) -> dict[str, str]:
     """Tool calls in the history that no tool message answers: call id by record id
-    (``agent.turn_identity.call_record_id``)."""
+    (``agent.turn.identity.call_record_id``)."""
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     return {
         call_record_id(message.id, call_id): call_id
@@ -261,7 +261,7 @@ def model_messages(
     called like ``plan_view``) as the last message, or the request alone while there is no plan
     and the request has left the window. ``base_prompt`` is the same on every call, so the
     prompt's prefix is too. ``recorded`` holds the results of orphaned calls that ran
-    (``agent.tool_ledger``). ``drop_reported``: with a plan, leave out the turn's steps the
+    (``agent.turn.call_ledger``). ``drop_reported``: with a plan, leave out the turn's steps the
     plan view reports (``without_reported_steps``)."""
     recent = without_empty_replies(recent_history(history, history_limit))
     window = history_window(sendable(answer_orphaned_tool_calls(recent, recorded)), history_limit)

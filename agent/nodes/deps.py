@@ -16,11 +16,12 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agent import compact_profile
+from agent.calls.catalog import RunTools, ToolCatalog
+from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context
-from agent.prompt_builder import plan_view, system_prompt
-from agent.tool_catalog import RunTools, ToolCatalog
-from agent.tool_schemas import model_tool_schemas
+from agent.llm.chat_models import model_setting_of, resolve_chat_model
+from agent.prompting import compact_profile
+from agent.prompting.builder import plan_view, system_prompt
 from prompts import load_all_prompts, load_prompt
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
@@ -31,21 +32,6 @@ BoundModels = dict[tuple[int, tuple[str, ...], str | None], tuple[BaseChatModel,
 """Bound models of one loop, by (model instance id, bound tool names, forced tool)."""
 BOUND_LIMIT = 64
 """Bound models kept per loop (one per model instance and forced tool)."""
-ModelSetting = BaseChatModel | str | None
-
-
-async def resolve_chat_model(model: ModelSetting, context: Context) -> BaseChatModel:
-    """The chat model for a run: an instance as given, else a model string, else the run's
-    context (then ``TURNPLAN_MODEL``, then the embedded default). Shared by the supervisor and
-    its workers so both resolve a model the same way."""
-    if isinstance(model, BaseChatModel):
-        return model
-    from agent.models import get_chat_model, resolve_model_setting
-
-    setting = resolve_model_setting(model or context.model)
-    return await get_chat_model(
-        setting, timeout=context.request_timeout, max_retries=context.max_retries
-    )
 
 
 @dataclass(frozen=True)
@@ -58,16 +44,7 @@ class StepCall:
     render_plan: Callable[..., str]
     drop_reported: bool = True
     """Leave out of the window the turn's steps the plan view reports (see
-    ``agent.prompt_builder.without_reported_steps``)."""
-
-
-def model_setting_of(model: ModelSetting, context: Context) -> str | None:
-    """The resolved model setting string, or None for a chat model instance."""
-    if isinstance(model, BaseChatModel):
-        return None
-    from agent.models import resolve_model_setting
-
-    return resolve_model_setting(model or context.model)
+    ``agent.prompting.builder.without_reported_steps``)."""
 
 
 @dataclass
@@ -85,7 +62,7 @@ class SupervisorDeps:
     checkpoints: BaseCheckpointSaver[Any] | None = None
     """The checkpointer the graph was compiled with (Python callers; a server brings its own):
     how a run without a server run id tells its own lost steps from a fork
-    (``agent.turn_lineage.RunIdentity.lost_since``)."""
+    (``agent.turn.lineage.RunIdentity.lost_since``)."""
     _prompts_ready: bool = field(default=False, init=False)
     _bound: dict[asyncio.AbstractEventLoop, BoundModels] = field(default_factory=dict, init=False)
     """Bound models per event loop; a loop's entries go when ``asyncio.run`` ends it (the chat
@@ -167,7 +144,7 @@ class SupervisorDeps:
         request: str = "",
     ) -> StepCall:
         """The model and prompt parts of one call under the run's prompt profile (full: every
-        tool and the whole prompt; compact: see ``agent.compact_profile``)."""
+        tool and the whole prompt; compact: see ``agent.prompting.compact_profile``)."""
         setting = model_setting_of(self.model, context)
         run_tools = await self.catalog.for_run(context)
         if compact_profile.prompt_profile(context, setting) == "full":

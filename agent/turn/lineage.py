@@ -13,7 +13,7 @@ next step by inserting its row in ``turn_steps`` (``storage.repositories.turn_st
   the turn had got further than this checkpoint (its newest checkpoints were lost: under
   ``durability="async"`` or ``"exit"`` they are written after the database), the run catches
   up (``catchUpTo`` in the state): its steps up to there are the ones it already took, its model
-  answers are the recorded ones (``agent.model_answers``) and its tool calls return their
+  answers are the recorded ones (``agent.turn.answer_ledger``) and its tool calls return their
   recorded results, so nothing is done twice;
 - another run took it: this run starts from an older checkpoint (LangGraph gives a replay or an
   edit a checkpoint and so task ids of its own). It becomes a turn of its own
@@ -88,7 +88,7 @@ class TurnClaim:
     transaction instead of two, and the rows are exactly those of the step just claimed)."""
     retaken: bool = False
     """This run had taken the step before (it runs again, or catches up): its model answer may
-    be recorded already (``agent.model_answers``)."""
+    be recorded already (``agent.turn.answer_ledger``)."""
     catch_up_to: int = 0
     """The turn's step when this run found it had got further than its checkpoint: the steps up
     to it were this run's own, and are taken again without a claim."""
@@ -290,7 +290,7 @@ async def continue_turn(
     """Claim the next step of a running turn for ``execute`` or ``drain``; a run from an older
     checkpoint gets a fork whose rows are copied from ``todos`` (the state's plan snapshot).
     ``read_rows`` also reads the claimed turn's rows, in the same transaction; ``known_rows``
-    are the rows as of ``step`` (``agent.rows_handoff``), taken instead unless the claim forks.
+    are the rows as of ``step`` (``agent.turn.rows_handoff``), taken instead unless the claim forks.
     While ``catch_up_to`` is ahead the step is one this run took before: nothing is claimed."""
     try:
         if step + 1 <= catch_up_to:

@@ -1,17 +1,17 @@
 """The turn's rows, handed from one step of a run to the next, so the next need not read them.
 
 A turn's rows change only in its tools steps (and in ``drain``'s plan approval, before its
-claim), and its steps are ordered by their claims (``agent.turn_lineage``). So within one run:
+claim), and its steps are ordered by their claims (``agent.turn.lineage``). So within one run:
 
 - ``plan`` claims step 1 of a turn that starts now, which has no rows yet, and hands that over;
 - each todo tool of the tools step that follows a model step at s (they run one after another,
-  ``agent.ordered_tools``) takes the rows, writes with conditional statements, and hands over
+  ``agent.calls.ordering``) takes the rows, writes with conditional statements, and hands over
   the rows its transaction left; a tool that fails hands nothing over, and the next one reads.
   The message's last plan change hands them over under the plan snapshot it leaves in the state
-  (``agent.nodes.tools``);
+  (``agent.nodes.tools_node``);
 - ``execute`` (or ``drain``, after an answer) claims s+1. When that claim is a plain move from s
   (not a fork), nothing but this run's tools step at s has changed the rows since: a tools step
-  from any checkpoint before s is refused by the call gate (``agent.call_gate``) while the turn
+  from any checkpoint before s is refused by the call gate (``agent.calls.gate``) while the turn
   is at s or later. It takes the rows instead of reading, and hands them on to the next step.
 
 A fork claims and reads its own rows as before. A hand-over is keyed by the very ``todos`` list

@@ -1,4 +1,4 @@
-"""``python -m agent.llama_server``: llama-cpp-python's OpenAI-compatible server, made safe on
+"""``python -m agent.llm.llama_server``: llama-cpp-python's OpenAI-compatible server, made safe on
 every CPU by loading the model without llama.cpp's extra buffer types.
 
 Why this exists: a natively built llama.cpp repacks the weights at load time into "extra"
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
     parser = argparse.ArgumentParser(
-        prog="python -m agent.llama_server",
+        prog="python -m agent.llm.llama_server",
         description="llama.cpp's OpenAI-compatible server, weights loaded without repacking.",
     )
     add_args_from_model(parser, Settings)

@@ -1,0 +1,2 @@
+"""Ways to run the supervisor outside the graph API: ``turnplan``, one turn, checkpoints,
+server workers."""
