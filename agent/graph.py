@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.sessions import Connection
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 from langgraph.types import Checkpointer
 
 from agent.calls.catalog import ToolCatalog, Toolset
@@ -73,14 +73,19 @@ SYNC_INVOKE_MESSAGE = (
 )
 
 
-def async_only(node: SupervisorNode, name: str) -> RunnableCallable:
+def async_only(node: SupervisorNode, name: str) -> RunnableLambda[SupervisorState, Any]:
     """The node for LangGraph, with a sync side that says how to call the graph instead of
-    LangGraph's generic "No synchronous function provided"."""
+    LangGraph's generic "No synchronous function provided". Built from langchain-core's public
+    ``RunnableLambda``; the run's ``Runtime`` comes from ``get_runtime``, as LangGraph documents
+    for code that is not handed one."""
 
-    def refuse_sync(state: SupervisorState, *, runtime: Runtime[Context]) -> NoReturn:
+    def refuse_sync(state: SupervisorState) -> NoReturn:
         raise TypeError(SYNC_INVOKE_MESSAGE)
 
-    return RunnableCallable(refuse_sync, node, name=name, trace=False)
+    async def run(state: SupervisorState) -> Any:
+        return await node(state, runtime=get_runtime(Context))
+
+    return RunnableLambda(refuse_sync, afunc=run, name=name)
 
 
 def build_graph(
