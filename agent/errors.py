@@ -78,10 +78,17 @@ class ToolFailure(Exception):
         }
 
 
+def driver_reason(error: BaseException) -> str:
+    """The database driver's own reason for a failure (locked, disk full, read-only), not
+    SQLAlchemy's wrapper text, so the message says what an operator can fix."""
+    return str(getattr(error, "orig", None) or error).strip() or type(error).__name__
+
+
 def database_failure(error: BaseException, what: str = "plan") -> ToolFailure:
-    """A database error as the ``DATABASE_ERROR`` the model and user see: the driver's own
-    reason (locked, disk full, read-only) and the fact that nothing changed."""
-    reason = str(getattr(error, "orig", None) or error).strip() or type(error).__name__
+    """A failure of the plan store (or a record the graph keeps) as the ``DATABASE_ERROR`` the
+    model and user see: the driver's reason and the fact that nothing changed. The model may
+    retry; the personal-task store words its own (``agent.tools.audited``)."""
+    reason = driver_reason(error)
     return ToolFailure(
         ErrorCode.DATABASE_ERROR,
         f"The {what} could not be saved or read: {reason}. Nothing was changed.",

@@ -234,7 +234,8 @@ def lost_tasks_report(group: Cluster, result: RoundResult) -> str:
 
 
 def kill_rounds(rounds: int, turns: int, durability: Durability | None) -> None:
-    """The rounds of ``tests/integration/test_multiworker.py``, with a durability to compare."""
+    """The rounds of ``tests/integration/server/test_multiworker.py``, with a durability to
+    compare."""
     totals = [0, 0, 0, 0, 0]
     with (
         tempfile.TemporaryDirectory(prefix="mw-rounds-") as folder,

@@ -32,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.auth import acting_user
-from agent.errors import ErrorCode, ToolFailure, describe_validation_error
+from agent.errors import ErrorCode, ToolFailure, describe_validation_error, driver_reason
 from agent.tools.runtime import ToolRuntimeT, record_key, run_context, state_value
 from agent.turn.call_ledger import CallAlreadyRecorded, record_result
 from storage import Database
@@ -63,10 +63,10 @@ def call_origin(runtime: ToolRuntimeT) -> CallOrigin:
     )
 
 
-def database_failure(error: BaseException) -> ToolFailure:
+def task_store_failure(error: BaseException) -> ToolFailure:
     """The task store's failure as the model and user see it, with the driver's reason
-    (locked, disk full, read-only)."""
-    reason = str(getattr(error, "orig", None) or error).strip() or type(error).__name__
+    (locked, disk full, read-only): the user's tasks are unavailable, nothing was saved."""
+    reason = driver_reason(error)
     return ToolFailure(
         ErrorCode.DATABASE_ERROR,
         f"The task database could not be read or changed ({reason}); nothing was saved.",
@@ -146,7 +146,7 @@ class AuditedTaskTool(StructuredTool):
             raise rejected from error
         except (SQLAlchemyError, OSError) as error:
             logger.warning("%s failed on the database: %s", self.name, error)
-            unavailable = database_failure(error)
+            unavailable = task_store_failure(error)
             await self._record_failure(origin, arguments, unavailable.code.value)
             raise unavailable from error
         except Exception:

@@ -19,3 +19,12 @@ def dev_server(tmp_path: Path, scripted_openai: ScriptedOpenAIServer) -> Iterato
     folder = copy_project(tmp_path / "project")
     with run_dev_server(folder, scripted_openai) as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under ``tests/integration`` starts a real server or process: marked so, so
+    ``-m "not integration"`` leaves them out."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.integration)
