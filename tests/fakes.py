@@ -6,18 +6,23 @@ records every prompt it was sent, so a test can assert what the model saw at cal
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.machinery import ModuleSpec
 from typing import Any, TypeVar
 
+import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field
+
+from agent.llm import local_model
 
 Reply = AIMessage | Exception
 Responder = Callable[[list[BaseMessage]], Reply]
@@ -233,3 +238,13 @@ class PlanOracle:
             self.acted.add(following.title)
             calls.append(self.action(following.title))
         return ai(*calls)
+
+
+def pretend_llama_cpp_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine without the ``local`` extra: ``llama_cpp`` cannot be found."""
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> ModuleSpec | None:
+        return None if name == "llama_cpp" else real_find_spec(name, package)
+
+    monkeypatch.setattr(local_model.importlib.util, "find_spec", find_spec)

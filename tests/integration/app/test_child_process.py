@@ -8,19 +8,18 @@ parent-death signal.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agent.child_process import EXEC_FAILED_EXIT, PARENT_GONE_EXIT, guarded
+from tests.processes import is_gone, wait_until_gone
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's"
@@ -51,26 +50,6 @@ PARENT = textwrap.dedent(
     time.sleep(120)
     """
 )
-
-
-def is_gone(pid: int) -> bool:
-    """No such process, or only its exit status left: a zombie holds no memory, ports or files.
-    The main thread of a killed process is a zombie while its other threads still exit, so
-    every thread must be one."""
-    states = []
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):  # none once the process is reaped
-        with contextlib.suppress(FileNotFoundError):  # that thread has just gone
-            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
-    return all(state == "Z" for state in states)
-
-
-def wait_until_gone(pid: int, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if is_gone(pid):
-            return True
-        time.sleep(0.05)
-    return is_gone(pid)
 
 
 @pytest.fixture

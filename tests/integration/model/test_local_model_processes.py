@@ -25,7 +25,7 @@ from langgraph_sdk import get_sync_client
 
 from agent.llm.local_model import ensure_model_file
 from tests.dev_server import copy_project, run_dev_server
-from tests.integration.app.test_child_process import wait_until_gone
+from tests.processes import wait_until_gone
 from tests.scripted_openai import ScriptedOpenAIServer
 
 LOCAL_EXTRA_MISSING = any(

@@ -18,9 +18,9 @@ import pytest
 
 from agent.tools.mcp import McpTools
 from tests.http_oracle import HttpPlanOracle
-from tests.integration.app.test_child_process import wait_until_gone
-from tests.integration.seeds.test_todolist_mcp import http_server
+from tests.processes import wait_until_gone
 from tests.scripted_openai import ScriptedOpenAIServer
+from tests.todolist_server import http_server
 
 pytestmark = [
     pytest.mark.integration,

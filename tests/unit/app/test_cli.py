@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from agent.app.cli import main
-from tests.unit.model.test_local_model_setup import pretend_llama_cpp_is_missing
+from tests.fakes import pretend_llama_cpp_is_missing
 
 
 def test_help_lists_serve_model(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import pytest
 
-from agent.llm import local_model
 from agent.llm.chat_models import ModelConfigurationError, clear_model_cache, get_chat_model
 from agent.llm.local_model import model_cache_dir, normalize_base_url, require_local_extra
-
-
-def pretend_llama_cpp_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_find_spec = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None) -> ModuleSpec | None:
-        return None if name == "llama_cpp" else real_find_spec(name, package)
-
-    monkeypatch.setattr(local_model.importlib.util, "find_spec", find_spec)
+from tests.fakes import pretend_llama_cpp_is_missing
 
 
 def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

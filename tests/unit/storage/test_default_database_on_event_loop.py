@@ -8,44 +8,16 @@ creating its folder) on the loop failed every run started the way README says.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from pathlib import Path
 
 import pytest
-from blockbuster import BlockBuster
 from sqlalchemy import text
 
 from storage import Database
 from storage.engine import DATABASE_URL_ENV
 from storage.repositories import TaskRepository
-
-# What `langgraph dev` tolerates (langgraph_runtime_inmem.queue._enable_blockbuster); everything
-# else it refuses on the event loop, and so does this test.
-SERVER_ALLOWS = (
-    "os.stat",
-    "os.listdir",
-    "os.remove",
-    "io.BufferedReader.read",
-    "io.BufferedWriter.write",
-    "io.TextIOWrapper.read",
-    "io.TextIOWrapper.write",
-    "threading.Lock.acquire",
-)
-
-
-@contextmanager
-def blocking_calls_refused() -> Iterator[None]:
-    """Blocking calls on the event loop raise ``BlockingError``, as under ``langgraph dev``."""
-    blockbuster = BlockBuster(excluded_modules=[])
-    allowed = [n for n in blockbuster.functions if n in SERVER_ALLOWS or n.startswith("os.path.")]
-    for name in allowed:
-        blockbuster.functions.pop(name)
-    blockbuster.activate()
-    try:
-        yield
-    finally:
-        blockbuster.deactivate()
+from tests.blocking import blocking_calls_refused
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ from agent.tools.conversation_tasks import (
 )
 from prompts import load_prompt
 from storage.task_files import TASKS_DIR_ENV, TaskFiles
+from tests.blocking import blocking_calls_refused
 from tests.tool_harness import ToolCallSpec, run_tool_calls
-from tests.unit.storage.test_default_database_on_event_loop import blocking_calls_refused
 
 TOOL_NAMES = ["ListTasks", "AddTask", "CompleteTask", "UncompleteTask", "DeleteTask"]
 NOT_FOUND = {"ok": False, "error": "Task not found"}
