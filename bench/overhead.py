@@ -9,7 +9,7 @@ The turn is the benchmark's sequential N-item turn (``bench.systems.turnplan``: 
 - **statements**: SQL statements sent, ``BEGIN`` included;
 - **thread trips**: handoffs to aiosqlite's thread (``storage.aiosqlite_one_trip``: one per
   write statement, two per query, plus one per commit or rollback), each a thread switch and an
-  event-loop wake-up, counted on the public aiosqlite calls that make them;
+  event-loop wake-up, counted where ``OneTripConnection.trip`` makes them;
 - the wall time spent in the three places that run them: the step claims of ``execute`` and
   ``drain`` (``agent.turn.lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
   recording the results of the other tool calls (``RecordBatch.record``).
@@ -44,7 +44,7 @@ from agent.turn.plan_rows import TurnPlan
 from bench.measure import _instant_run
 from bench.systems import PreparedTurn, TurnResult
 from bench.systems.turnplan import TurnplanSystem
-from storage.aiosqlite_one_trip import THREAD_CALLS
+from storage.aiosqlite_one_trip import OneTripConnection
 
 DEFAULT_N = 20
 TIMED = ("step claims", "closing rows", "recording results")
@@ -119,20 +119,18 @@ def _hooks(tally: _Tally) -> Iterator[None]:
     def on_begin(*_: Any) -> None:
         tally.count("transactions")
 
-    def counted_trip(call: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
-        async def run(*args: Any, **kwargs: Any) -> Any:
-            tally.count("thread trips")
-            return await call(*args, **kwargs)
+    trip = OneTripConnection.trip
 
-        return run
+    async def counted_trip(self: OneTripConnection, call: Any, *args: Any) -> Any:
+        tally.count("thread trips")
+        return await trip(self, call, *args)
 
     timed_claim = tally.timed("step claims", claim_next_step)
     event.listen(Engine, "before_cursor_execute", on_statement)
     event.listen(Engine, "begin", on_begin)
     try:
         with ExitStack() as patches:
-            for owner, name in THREAD_CALLS:
-                patches.enter_context(patch.object(owner, name, counted_trip(getattr(owner, name))))
+            patches.enter_context(patch.object(OneTripConnection, "trip", counted_trip))
             for node in ("execute", "drain"):
                 patches.enter_context(patch(f"agent.nodes.{node}.claim_next_step", timed_claim))
             closing = tally.timed("closing rows", TurnPlan.close)

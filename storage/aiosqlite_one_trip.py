@@ -31,33 +31,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
-from collections.abc import AsyncIterator, Generator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
 
 Row = tuple[Any, ...]
-
-THREAD_CALLS: tuple[tuple[type, str], ...] = (
-    (aiosqlite.Connection, "execute"),
-    (aiosqlite.Connection, "executemany"),
-    (aiosqlite.Cursor, "fetchall"),
-    (aiosqlite.Connection, "commit"),
-    (aiosqlite.Connection, "rollback"),
-)
-"""The public aiosqlite calls a ``OneTripConnection`` makes for SQLAlchemy's statements and
-transactions, each one trip to the connection's thread: what a count of trips wraps
-(``bench.overhead``, the tests)."""
+T = TypeVar("T")
 
 
 class BufferedCursor:
     """The cursor SQLAlchemy's adapter drives (aiosqlite's ``Cursor`` interface), whose
     ``execute`` is the only call that leaves the event loop."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
+    def __init__(self, connection: OneTripConnection) -> None:
         self._connection = connection
         self._rows: deque[Row] = deque()
         self.description: Any = None
@@ -79,18 +69,21 @@ class BufferedCursor:
         await self.close()
 
     async def execute(self, operation: str, parameters: Any = None) -> BufferedCursor:
-        cursor = await self._connection.execute(operation, parameters)
-        return await self._finish(cursor)
+        connection = self._connection
+        return await self._finish(await connection.trip(connection.execute, operation, parameters))
 
     async def executemany(self, operation: str, parameters: Sequence[Any]) -> BufferedCursor:
-        cursor = await self._connection.executemany(operation, parameters)
+        connection = self._connection
+        cursor = await connection.trip(connection.executemany, operation, parameters)
         return await self._finish(cursor)
 
     async def _finish(self, cursor: aiosqlite.Cursor) -> BufferedCursor:
         """Keep what the statement left behind; fetch its rows if it returns any."""
         description = cursor.description
         # Tuples: SQLAlchemy's connections set no row factory (aiosqlite types them as Rows).
-        rows: Iterable[Any] = await cursor.fetchall() if description is not None else ()
+        rows: Iterable[Any] = (
+            await self._connection.trip(cursor.fetchall) if description is not None else ()
+        )
         self.description = description
         self._rows = deque(rows)
         # Read after the fetch: for a statement with RETURNING, sqlite3 counts rows as they
@@ -137,16 +130,22 @@ class OneTripConnection(aiosqlite.Connection):
         # no sqlite3 cursor until it executes, and then the connection's ``execute`` makes it.
         return BufferedCursor(self)
 
+    async def trip(self, call: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Await one call of aiosqlite's public API that runs on the connection's thread: one
+        trip there and back. Every trip this class makes for SQLAlchemy passes here, so that it
+        can be counted (``bench.overhead``, the tests)."""
+        return await call(*args)
+
     async def commit(self) -> None:
         """Commit the open transaction; with none open (a statement run on its own, which
         SQLite commits itself) there is nothing to send, and no trip is made."""
         if self.in_transaction:
-            await super().commit()
+            await self.trip(super().commit)
 
     async def rollback(self) -> None:
         """Roll back the open transaction; with none open, no trip is made."""
         if self.in_transaction:
-            await super().rollback()
+            await self.trip(super().rollback)
 
 
 def connect(database: str | Path, *, iter_chunk_size: int = 64, **kwargs: Any) -> OneTripConnection:

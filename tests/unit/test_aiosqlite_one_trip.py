@@ -4,7 +4,7 @@ What a user relies on: every kind of statement the storage layer runs gives the 
 through SQLAlchemy's own adapter (rows, counts of changed rows, generated keys, RETURNING,
 errors that roll back cleanly), and a write costs one handoff to aiosqlite's thread (a query
 two), not three or four, which is what makes a plan item cheap. Trips are counted on the public
-aiosqlite calls the connection makes (``THREAD_CALLS``).
+aiosqlite calls the connection makes (``OneTripConnection.trip``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from sqlalchemy import insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from storage import Database
-from storage.aiosqlite_one_trip import THREAD_CALLS, OneTripConnection
+from storage.aiosqlite_one_trip import OneTripConnection
 from storage.models import ToolAuditEntry, Turn
 
 ROW = {
@@ -40,16 +40,13 @@ def trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The calls made on aiosqlite's thread, by the name of the aiosqlite method that made
     each."""
     calls: list[str] = []
+    original = OneTripConnection.trip
 
-    def counted(name: str, original: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            calls.append(name)
-            return await original(*args, **kwargs)
+    async def counted(self: OneTripConnection, call: Any, *args: Any) -> Any:
+        calls.append(call.__name__)
+        return await original(self, call, *args)
 
-        return call
-
-    for owner, name in THREAD_CALLS:
-        monkeypatch.setattr(owner, name, counted(name, getattr(owner, name)))
+    monkeypatch.setattr(OneTripConnection, "trip", counted)
     yield calls
 
 
