@@ -8,7 +8,8 @@ The turn is the benchmark's sequential N-item turn (``bench.systems.turnplan``: 
 - **transactions**: SQLite transactions begun (each takes the write lock, or a read snapshot);
 - **statements**: SQL statements sent, ``BEGIN`` included;
 - **thread trips**: handoffs to aiosqlite's thread (``storage.aiosqlite_one_trip``: one per
-  statement, plus one per commit or rollback), each a thread switch and an event-loop wake-up;
+  write statement, two per query, plus one per commit or rollback), each a thread switch and an
+  event-loop wake-up, counted where ``OneTripConnection.trip`` makes them;
 - the wall time spent in the three places that run them: the step claims of ``execute`` and
   ``drain`` (``agent.turn.lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
   recording the results of the other tool calls (``RecordBatch.record``).
@@ -118,18 +119,18 @@ def _hooks(tally: _Tally) -> Iterator[None]:
     def on_begin(*_: Any) -> None:
         tally.count("transactions")
 
-    trip: Any = OneTripConnection._execute
+    trip = OneTripConnection.trip
 
-    async def counted_trip(self: OneTripConnection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def counted_trip(self: OneTripConnection, call: Any, *args: Any) -> Any:
         tally.count("thread trips")
-        return await trip(self, fn, *args, **kwargs)
+        return await trip(self, call, *args)
 
     timed_claim = tally.timed("step claims", claim_next_step)
     event.listen(Engine, "before_cursor_execute", on_statement)
     event.listen(Engine, "begin", on_begin)
     try:
         with ExitStack() as patches:
-            patches.enter_context(patch.object(OneTripConnection, "_execute", counted_trip))
+            patches.enter_context(patch.object(OneTripConnection, "trip", counted_trip))
             for node in ("execute", "drain"):
                 patches.enter_context(patch(f"agent.nodes.{node}.claim_next_step", timed_claim))
             closing = tally.timed("closing rows", TurnPlan.close)

@@ -1,16 +1,27 @@
-"""aiosqlite for SQLAlchemy with one trip to the connection's thread per statement.
+"""aiosqlite for SQLAlchemy with one trip to the connection's thread per write statement,
+through aiosqlite's public API only.
 
 aiosqlite runs every sqlite3 call on a thread of its own; each call is a handoff to that thread
 and a wake-up of the event loop when it is done (about 0.1 ms on a small machine, far more than
 SQLite needs for a row). SQLAlchemy's aiosqlite adapter makes three or four such calls per
-statement: open a cursor, execute, fetch the rows, close the cursor. A plan item runs about a
-dozen statements, so those handoffs were a third of turnplan's overhead per item.
+statement: open a cursor, execute, fetch the rows, close the cursor. A plan item runs about
+seven statements, all writes, so those handoffs were a third of turnplan's overhead per item.
 
-``OneTripConnection`` hands SQLAlchemy a ``BufferedCursor`` instead: the statement is executed,
-its rows fetched and the sqlite3 cursor closed in one call on aiosqlite's thread, and the
-result is kept for SQLAlchemy to read. Everything else (the URL, connect arguments, pooling,
-error translation, the dialect) stays SQLAlchemy's own; ``one_trip_dbapi()`` is passed to
-``create_async_engine`` as its ``module``.
+``OneTripConnection`` is an ``aiosqlite.Connection`` whose ``cursor()`` hands SQLAlchemy a
+``BufferedCursor``, which opens no cursor ahead of time: a statement goes through the
+connection's own ``execute`` (one trip, in which sqlite3 makes a cursor and runs the statement),
+a statement that returns rows fetches them in a second trip, and the result is kept for
+SQLAlchemy to read. A write is one trip, a query or a ``RETURNING`` two. The sqlite3 cursor is
+not closed, which would be one more trip: a statement run to its end (a write, or a query whose
+rows are all fetched) has been reset by sqlite3 and holds no lock, and the cursor is freed with
+its last reference, as with aiosqlite's own ``await connection.execute(...)``. Commit and
+rollback make no trip when no transaction is open (a statement run on its own, which SQLite
+commits itself).
+
+Everything else (the URL, connect arguments, pooling, error translation, the dialect, the
+worker thread made a daemon) stays SQLAlchemy's own: ``one_trip_dbapi()`` is SQLAlchemy's
+aiosqlite DBAPI adapter given the aiosqlite module with ``connect`` returning a
+``OneTripConnection``, passed to ``create_async_engine`` as its ``module``.
 
 Results are buffered whole, as SQLAlchemy's adapter already does for every non-streaming
 statement; a ``stream()`` gets its rows from the buffer too.
@@ -20,43 +31,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_dbapi
 
 Row = tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class _Finished:
-    """What one statement left behind, read on aiosqlite's thread before its cursor closed."""
-
-    description: tuple[tuple[Any, ...], ...] | None
-    rows: list[Row]
-    rowcount: int
-    lastrowid: int | None
-
-
-def _run_statement(
-    connection: aiosqlite.Connection, operation: str, parameters: Any, many: bool
-) -> _Finished:
-    """Execute one statement and collect its result (runs on aiosqlite's thread)."""
-    cursor = connection._conn.cursor()
-    try:
-        if many:
-            cursor.executemany(operation, parameters)
-        else:
-            cursor.execute(operation, parameters)
-        description = cursor.description
-        rows = cursor.fetchall() if description is not None else []
-        # Read after the fetch: for a statement with RETURNING, sqlite3 counts rows as they
-        # are stepped.
-        return _Finished(description, rows, cursor.rowcount, cursor.lastrowid)
-    finally:
-        cursor.close()
+T = TypeVar("T")
 
 
 class BufferedCursor:
@@ -66,7 +50,7 @@ class BufferedCursor:
     def __init__(self, connection: OneTripConnection) -> None:
         self._connection = connection
         self._rows: deque[Row] = deque()
-        self.description: tuple[tuple[Any, ...], ...] | None = None
+        self.description: Any = None
         self.rowcount = -1
         self.lastrowid: int | None = None
         self.arraysize = 1
@@ -85,18 +69,27 @@ class BufferedCursor:
         await self.close()
 
     async def execute(self, operation: str, parameters: Any = None) -> BufferedCursor:
-        return await self._run(operation, () if parameters is None else parameters, many=False)
+        connection = self._connection
+        return await self._finish(await connection.trip(connection.execute, operation, parameters))
 
     async def executemany(self, operation: str, parameters: Sequence[Any]) -> BufferedCursor:
-        return await self._run(operation, parameters, many=True)
+        connection = self._connection
+        cursor = await connection.trip(connection.executemany, operation, parameters)
+        return await self._finish(cursor)
 
-    async def _run(self, operation: str, parameters: Any, *, many: bool) -> BufferedCursor:
-        on_thread: Callable[..., Awaitable[_Finished]] = self._connection._execute
-        finished = await on_thread(_run_statement, self._connection, operation, parameters, many)
-        self.description = finished.description
-        self._rows = deque(finished.rows)
-        self.rowcount = finished.rowcount
-        self.lastrowid = finished.lastrowid
+    async def _finish(self, cursor: aiosqlite.Cursor) -> BufferedCursor:
+        """Keep what the statement left behind; fetch its rows if it returns any."""
+        description = cursor.description
+        # Tuples: SQLAlchemy's connections set no row factory (aiosqlite types them as Rows).
+        rows: Iterable[Any] = (
+            await self._connection.trip(cursor.fetchall) if description is not None else ()
+        )
+        self.description = description
+        self._rows = deque(rows)
+        # Read after the fetch: for a statement with RETURNING, sqlite3 counts rows as they
+        # are stepped.
+        self.rowcount = cursor.rowcount
+        self.lastrowid = cursor.lastrowid
         return self
 
     async def fetchone(self) -> Row | None:
@@ -129,48 +122,53 @@ class BufferedCursor:
 
 
 class OneTripConnection(aiosqlite.Connection):
-    """An aiosqlite connection whose cursors run each statement in one call on its thread."""
+    """An aiosqlite connection whose cursors run each statement in as few calls on its thread
+    as its result needs (one for a write)."""
 
     def cursor(self) -> BufferedCursor:  # type: ignore[override]
         # aiosqlite's own ``cursor()`` is itself a trip to the thread; a buffered cursor needs
-        # no sqlite3 cursor until it executes.
+        # no sqlite3 cursor until it executes, and then the connection's ``execute`` makes it.
         return BufferedCursor(self)
+
+    async def trip(self, call: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Await one call of aiosqlite's public API that runs on the connection's thread: one
+        trip there and back. Every trip this class makes for SQLAlchemy passes here, so that it
+        can be counted (``bench.overhead``, the tests)."""
+        return await call(*args)
 
     async def commit(self) -> None:
         """Commit the open transaction; with none open (a statement run on its own, which
         SQLite commits itself) there is nothing to send, and no trip is made."""
-        if self._connection is not None and self._connection.in_transaction:
-            await super().commit()
+        if self.in_transaction:
+            await self.trip(super().commit)
 
     async def rollback(self) -> None:
         """Roll back the open transaction; with none open, no trip is made."""
-        if self._connection is not None and self._connection.in_transaction:
-            await super().rollback()
+        if self.in_transaction:
+            await self.trip(super().rollback)
 
 
-def one_trip_connect(database: str, **kwargs: Any) -> OneTripConnection:
+def connect(database: str | Path, *, iter_chunk_size: int = 64, **kwargs: Any) -> OneTripConnection:
     """``aiosqlite.connect`` returning a ``OneTripConnection``."""
 
     def connector() -> sqlite3.Connection:
         connection: sqlite3.Connection = sqlite3.connect(database, **kwargs)
         return connection
 
-    connection = OneTripConnection(connector, iter_chunk_size=64)
-    # As SQLAlchemy does for aiosqlite's own connections: a connection left open must not keep
-    # the interpreter from exiting.
-    connection._thread.daemon = True
-    return connection
+    return OneTripConnection(connector, iter_chunk_size)
 
 
-class _OneTripAiosqliteDbapi(AsyncAdapt_aiosqlite_dbapi):
-    """SQLAlchemy's aiosqlite DBAPI adapter, connecting through ``one_trip_connect``."""
-
-    def connect(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("async_creator_fn", one_trip_connect)
-        return super().connect(*args, **kwargs)
+def _driver_module() -> ModuleType:
+    """The aiosqlite module as SQLAlchemy's adapter uses it (its errors, version and
+    ``Connection``), with ``connect`` returning a ``OneTripConnection``."""
+    module = ModuleType("aiosqlite", aiosqlite.__doc__)
+    for name in aiosqlite.__all__:
+        setattr(module, name, getattr(aiosqlite, name))
+    setattr(module, "connect", connect)  # noqa: B010 (mypy does not know ModuleType's names)
+    return module
 
 
 def one_trip_dbapi() -> AsyncAdapt_aiosqlite_dbapi:
     """The DBAPI module to give ``create_async_engine(..., module=...)`` for a
     ``sqlite+aiosqlite`` URL."""
-    return _OneTripAiosqliteDbapi(aiosqlite, sqlite3)
+    return AsyncAdapt_aiosqlite_dbapi(_driver_module(), sqlite3)

@@ -129,8 +129,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
 
 def _driver_options(url: str) -> dict[str, Any]:
-    """Engine options for the SQLite driver: aiosqlite runs one trip to its thread per
-    statement (``storage.aiosqlite_one_trip``)."""
+    """Engine options for the SQLite driver: aiosqlite runs a write in one trip to its thread
+    (``storage.aiosqlite_one_trip``)."""
     if make_url(url).get_driver_name() != "aiosqlite":
         return {}
     return {"module": one_trip_dbapi()}

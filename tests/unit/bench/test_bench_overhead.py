@@ -9,7 +9,7 @@ from storage.aiosqlite_one_trip import OneTripConnection
 
 
 async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_patched() -> None:
-    original = OneTripConnection._execute
+    original = OneTripConnection.trip
 
     shorter, result = await profile(4, repeats=1), await profile(8, repeats=1)
 
@@ -29,4 +29,4 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
     assert set(result.timed_ms) == set(TIMED)
     assert all(ms > 0 for ms in result.timed_ms.values())
     assert "trips to aiosqlite's thread" in report(result)
-    assert OneTripConnection._execute is original
+    assert OneTripConnection.trip is original

@@ -1,16 +1,20 @@
-"""SQLite through aiosqlite with one trip to its thread per statement (storage.aiosqlite_one_trip).
+"""SQLite through aiosqlite with one trip to its thread per write (storage.aiosqlite_one_trip).
 
 What a user relies on: every kind of statement the storage layer runs gives the same results as
 through SQLAlchemy's own adapter (rows, counts of changed rows, generated keys, RETURNING,
-errors that roll back cleanly), and a statement costs one handoff to aiosqlite's thread, not
-three or four, which is what makes a plan item cheap.
+errors that roll back cleanly), and a write costs one handoff to aiosqlite's thread (a query
+two), not three or four, which is what makes a plan item cheap. Trips are counted on the public
+aiosqlite calls the connection makes (``OneTripConnection.trip``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,15 +37,16 @@ ROW = {
 
 @pytest.fixture
 def trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The calls made on aiosqlite's thread, by the name of the function run there."""
+    """The calls made on aiosqlite's thread, by the name of the aiosqlite method that made
+    each."""
     calls: list[str] = []
-    original = OneTripConnection._execute
+    original = OneTripConnection.trip
 
-    async def counted(self: OneTripConnection, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(getattr(fn, "__name__", repr(fn)))
-        return await original(self, fn, *args, **kwargs)
+    async def counted(self: OneTripConnection, call: Any, *args: Any) -> Any:
+        calls.append(call.__name__)
+        return await original(self, call, *args)
 
-    monkeypatch.setattr(OneTripConnection, "_execute", counted)
+    monkeypatch.setattr(OneTripConnection, "trip", counted)
     yield calls
 
 
@@ -52,7 +57,7 @@ async def test_the_engine_connects_through_the_one_trip_connection(database: Dat
         assert isinstance(raw.driver_connection, OneTripConnection)
 
 
-async def test_a_statement_is_one_trip_and_a_transaction_adds_only_begin_and_commit(
+async def test_a_write_is_one_trip_a_query_two_and_a_transaction_adds_begin_and_commit(
     database: Database, trips: list[str]
 ) -> None:
     await database.create_schema()
@@ -62,8 +67,9 @@ async def test_a_statement_is_one_trip_and_a_transaction_adds_only_begin_and_com
         await session.execute(insert(Turn).values(turnId="b", **ROW))
         found = (await session.execute(select(Turn.turnId).order_by(Turn.turnId))).scalars().all()
     assert found == ["a", "b"]
-    # BEGIN IMMEDIATE, two inserts and one select: four statements, four trips; then COMMIT.
-    assert trips == ["_run_statement"] * 4 + ["commit"]
+    # BEGIN IMMEDIATE and two inserts: a trip each; the select, a trip to run it and one to
+    # fetch its rows; then COMMIT.
+    assert trips == ["execute"] * 4 + ["fetchall", "commit"]
 
 
 async def test_changed_row_counts_are_those_of_the_statement(database: Database) -> None:
@@ -142,7 +148,7 @@ async def test_a_statement_written_alone_is_one_trip_committed_with_its_count(
     unmoved = await database.write_alone(update(Turn).where(Turn.step == 1).values(step=3), {})
 
     assert (moved, unmoved) == (1, 0)
-    assert trips == ["_run_statement"] * 2
+    assert trips == ["execute"] * 2
     async with database.session(readonly=True) as session:
         assert (await session.execute(select(Turn.step))).scalars().all() == [2]
     path = database.url.split("///", 1)[1]
@@ -159,3 +165,35 @@ async def test_a_statement_written_alone_that_fails_changes_nothing(database: Da
         await session.execute(insert(Turn).values(turnId="b", **ROW))
         found = (await session.execute(select(Turn.turnId).order_by(Turn.turnId))).scalars()
         assert found.all() == ["a", "b"]
+
+
+LEAVES_A_CONNECTION_OPEN = """
+import asyncio, sys
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+from storage.aiosqlite_one_trip import one_trip_dbapi
+
+async def main() -> None:
+    engine = create_async_engine(f"sqlite+aiosqlite:///{sys.argv[1]}", module=one_trip_dbapi())
+    connection = await engine.connect()
+    await connection.execute(text("SELECT 1"))
+    globals()["kept"] = connection  # never closed, never disposed
+
+asyncio.run(main())
+print("done", flush=True)
+"""
+
+
+def test_a_script_that_leaves_a_connection_open_still_exits(tmp_path: Path) -> None:
+    """The connection's thread is a daemon, as SQLAlchemy makes aiosqlite's: a script that
+    forgets to close its engine ends instead of hanging on that thread."""
+    finished = subprocess.run(
+        [sys.executable, "-c", LEAVES_A_CONNECTION_OPEN, str(tmp_path / "open.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert finished.stdout.strip() == "done", finished.stderr
+    assert finished.returncode == 0, finished.stderr
