@@ -164,11 +164,16 @@ def model_setting_of(model: ModelSetting, context: Context) -> str | None:
 
 
 class CompatibleChatOpenAI(ChatOpenAI):
-    """``ChatOpenAI`` that reports a response without choices as ``EmptyModelResponseError``.
+    """``ChatOpenAI`` for ``local`` and ``openai:`` models: what ``init_chat_model``'s plain
+    ``ChatOpenAI`` gets wrong on OpenAI-compatible servers, fixed; everything else inherited.
 
-    Everything else is inherited unchanged; this only replaces an ``IndexError`` (non-streaming)
-    or a bare "No generations found in stream" (streaming) with an error saying what the server
-    did. Streaming matters because LangGraph's ``messages`` stream mode makes ``ainvoke`` stream.
+    - An assistant message that only calls tools is sent with ``"content": ""``, not ``null``,
+      which llama.cpp's server (the embedded model, ``turnplan serve-model``) rejects with a 500.
+    - ``legacy_max_tokens`` sends the token cap as ``max_tokens``, the field llama.cpp reads: the
+      compact profile's per-step caps would otherwise be ignored.
+    - A response without any choice raises ``EmptyModelResponseError`` (a ``ModelAPIError``), not
+      an ``IndexError`` (non-streaming) or a bare "No generations found in stream" (streaming,
+      which LangGraph's ``messages`` stream mode makes ``ainvoke`` use).
     """
 
     legacy_max_tokens: bool = False
