@@ -20,15 +20,16 @@ any request; the supervisor then ends the turn with that message, and ``turnplan
 
 Retries and timeouts come from the caller (the graph's ``Context.request_timeout`` and
 ``Context.max_retries``) and are given to every provider under the names its chat model takes
-(``timeout`` / ``request_timeout`` and ``max_retries``, read from the model's fields); a provider
-whose chat model has no such field keeps its own default, and a warning says so. They are enforced
-by the provider's client, not by a second retry layer that would multiply attempts. For OpenAI
-(and Anthropic, whose SDK is generated the same way) the client retries 408, 409, 429, 5xx,
-connection errors and timeouts up to ``max_retries`` times with exponential backoff (0.5 s
-doubling, at most 8 s, with jitter), waits as long as a ``Retry-After`` / ``retry-after-ms``
-header asks (up to 2 minutes), and obeys ``x-should-retry``. Past the last retry the caller gets
-that client's exception, once: langchain-openai and langchain-anthropic re-raise it as a subclass
-of both the SDK's type and langchain-core's provider-neutral one (``openai.RateLimitError`` /
+(``timeout`` / ``request_timeout`` and ``max_retries``, read from the model's fields: see
+``LIMIT_ARGUMENTS``); a provider whose chat model has no such field keeps its own default, and a
+warning says so. They are enforced by the provider's client, not by a second retry layer that
+would multiply attempts. For OpenAI (and Anthropic, whose SDK is generated the same way) the
+client retries 408, 409, 429, 5xx, connection errors and timeouts up to ``max_retries`` times
+with exponential backoff (0.5 s doubling, at most 8 s, with jitter), waits as long as a
+``Retry-After`` / ``retry-after-ms`` header asks (up to 2 minutes), and obeys
+``x-should-retry``. Past the last retry the caller gets that client's exception, once:
+langchain-openai and langchain-anthropic re-raise it as a subclass of both the SDK's type and
+langchain-core's provider-neutral one (``openai.RateLimitError`` /
 ``ModelRateLimitError``, ``openai.InternalServerError`` / ``ModelAPIError``,
 ``openai.APITimeoutError`` / ``ModelTimeoutError``), so the graph can catch
 ``langchain_core.exceptions.ModelError``.
@@ -109,10 +110,13 @@ ACCEPTED_FORMS = (
 )
 """Short enough that the turn's failure message (its first 300 characters) shows it whole."""
 
-TIMEOUT_FIELDS = ("timeout", "request_timeout")
-"""Names a provider's chat model may take the request timeout by, in order of preference
-(``ChatOpenAI`` and ``ChatAnthropic`` take ``timeout``; some others ``request_timeout``)."""
-RETRIES_FIELD = "max_retries"
+LIMIT_ARGUMENTS = {
+    "request_timeout": ("timeout", "request_timeout"),
+    "max_retries": ("max_retries",),
+}
+"""Each ``Context`` limit a provider's chat model is given, with the argument names it may take
+it by, in order of preference (``ChatOpenAI`` and ``ChatAnthropic`` take ``timeout``, some
+others ``request_timeout``)."""
 
 logger = logging.getLogger(__name__)
 
@@ -370,13 +374,15 @@ def _provider_chat_model(
         # refused but sent to the provider's API as a request parameter (``model_kwargs``), so
         # only the fields the class has may be given.
         bare = init_chat_model(name, model_provider=provider)
-        limits = _limit_kwargs(type(bare), timeout, max_retries)
-        if len(limits) < 2:
+        limits, ignored = limit_arguments(
+            type(bare), {"request_timeout": timeout, "max_retries": max_retries}
+        )
+        if ignored:
             logger.warning(
-                "%s's chat model %s takes no %s setting; its own default applies.",
+                "%s's chat model %s takes no argument for %s; its own default applies.",
                 provider,
                 type(bare).__name__,
-                " or ".join(n for n in ("timeout", RETRIES_FIELD) if not _has(limits, n)),
+                " or ".join(ignored),
             )
         return init_chat_model(name, model_provider=provider, **limits) if limits else bare
     except ImportError as error:
@@ -403,32 +409,28 @@ def _provider_chat_model(
         ) from error
 
 
-def _limit_kwargs(
-    model_class: type[BaseChatModel], timeout: float, max_retries: int
-) -> dict[str, Any]:
-    """The request timeout and retries under the argument names ``model_class`` accepts."""
-    by_name = bool(
-        model_class.model_config.get("populate_by_name")
-        or model_class.model_config.get("validate_by_name")
-    )
+def limit_arguments(
+    model_class: type[BaseChatModel], values: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """``values`` (by ``LIMIT_ARGUMENTS`` key) under the argument names ``model_class`` accepts
+    (its fields' aliases, and names when it populates by name), and the keys it has no
+    argument for."""
+    config = model_class.model_config
+    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
     accepted: set[str] = set()
     for field_name, info in model_class.model_fields.items():
         accepted.add(info.alias or field_name)
         if by_name:
             accepted.add(field_name)
-    limits: dict[str, Any] = {}
-    timeout_name = next((name for name in TIMEOUT_FIELDS if name in accepted), None)
-    if timeout_name is not None:
-        limits[timeout_name] = timeout
-    if RETRIES_FIELD in accepted:
-        limits[RETRIES_FIELD] = max_retries
-    return limits
-
-
-def _has(limits: dict[str, Any], setting: str) -> bool:
-    if setting == "timeout":
-        return any(name in limits for name in TIMEOUT_FIELDS)
-    return setting in limits
+    kwargs: dict[str, Any] = {}
+    ignored: list[str] = []
+    for limit, names in LIMIT_ARGUMENTS.items():
+        name = next((candidate for candidate in names if candidate in accepted), None)
+        if name is None:
+            ignored.append(limit)
+        else:
+            kwargs[name] = values[limit]
+    return kwargs, ignored
 
 
 INSTALL_COMMAND = re.compile(r"pip install (?:-U )?[`'\"]?([A-Za-z0-9][A-Za-z0-9_.\-\[\]]*)")

@@ -6,12 +6,14 @@ import sys
 
 import pytest
 from langchain_anthropic import ChatAnthropic
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_openai import ChatOpenAI
 
 from agent.llm.chat_models import (
     MissingModelPackageError,
     ModelConfigurationError,
     get_chat_model,
+    limit_arguments,
     resolve_model_setting,
 )
 from tests.scripted_openai import ScriptedOpenAIServer, text
@@ -179,3 +181,22 @@ async def test_local_uses_the_configured_running_server(
 
     assert answer.content == "from the running server"
     assert scripted_openai.requests[0]["model"] == "local"
+
+
+@pytest.mark.parametrize(
+    ("model_class", "arguments", "ignored"),
+    [
+        (ChatAnthropic, {"timeout": 7.0, "max_retries": 3}, []),
+        (ChatOpenAI, {"timeout": 7.0, "max_retries": 3}, []),
+        (FakeListChatModel, {}, ["request_timeout", "max_retries"]),
+    ],
+)
+def test_limits_go_only_to_arguments_the_chat_model_declares(
+    model_class: type, arguments: dict[str, object], ignored: list[str]
+) -> None:
+    """A chat model without such fields gets none: LangChain would otherwise send the unknown
+    argument to the provider's API as a request parameter."""
+    assert limit_arguments(model_class, {"request_timeout": 7.0, "max_retries": 3}) == (
+        arguments,
+        ignored,
+    )
