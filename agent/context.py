@@ -36,8 +36,10 @@ class Context:
         default=None,
         metadata={
             "description": 'Chat model: "openai:<model>" (OpenAI, or any OpenAI-compatible '
-            'server at OPENAI_BASE_URL) or "local" (the embedded model). Empty: '
-            "TURNPLAN_MODEL, else openai:gpt-4o-mini when OPENAI_API_KEY is set, else local."
+            'server at OPENAI_BASE_URL), "local" (the embedded model), or "<provider>:<model>" '
+            "for any provider of LangChain's init_chat_model (anthropic:, google_genai:, "
+            "ollama:, ...; its package installed). Empty: TURNPLAN_MODEL, else "
+            "openai:gpt-4o-mini when OPENAI_API_KEY is set, else local."
         },
     )
     planning: Literal["auto", "always"] = field(

@@ -1,7 +1,8 @@
 """Shared fixtures: a fresh database per test (SQLite in the test's temporary folder; a module
 can ask for PostgreSQL too with ``BOTH_BACKENDS``).
 
-The scripted OpenAI-compatible server (fixture ``scripted_openai``) comes from its own module.
+The scripted OpenAI-compatible server (fixture ``scripted_openai``) and the scripted Anthropic
+Messages-API server (``scripted_anthropic``) come from their own modules.
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ import pytest
 from agent.llm.chat_models import clear_model_cache, close_chat_models
 from storage import Database
 
-pytest_plugins = ["tests.scripted_openai", "tests.postgres"]
+pytest_plugins = ["tests.scripted_openai", "tests.scripted_anthropic", "tests.postgres"]
 
 BOTH_BACKENDS = pytest.mark.parametrize("database", ["sqlite", "postgres"], indirect=True)
 """``pytestmark = BOTH_BACKENDS`` runs a module's tests on SQLite and on a real PostgreSQL."""
 
 
-MODEL_ENV_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNPLAN_MODEL", "TURNPLAN_LOCAL_MODEL_URL")
+MODEL_ENV_KEYS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "TURNPLAN_MODEL",
+    "TURNPLAN_LOCAL_MODEL_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_URL",
+)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import pytest
 import uvicorn
@@ -224,6 +224,9 @@ Responder = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
 class ScriptedOpenAIServer:
     """OpenAI-compatible chat server whose answers a test scripts. See the module docstring."""
 
+    base_path = "/v1"
+    """What ``base_url`` ends with: where the client under test is pointed."""
+
     def __init__(self) -> None:
         self.base_url = ""
         self.requests: list[dict[str, Any]] = []
@@ -299,18 +302,20 @@ class ScriptedOpenAIServer:
             }
         )
 
+    def routes(self) -> list[Route]:
+        """The endpoints served; a server speaking another provider's API replaces them."""
+        return [
+            Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ]
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread until ``stop()``."""
         if self._server is not None:
             return
-        app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
-                Route("/v1/models", self._models, methods=["GET"]),
-            ]
-        )
+        app = Starlette(routes=self.routes())
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -320,7 +325,10 @@ class ScriptedOpenAIServer:
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="scripted-openai", daemon=True
+            target=server.run,
+            kwargs={"sockets": [sock]},
+            name=type(self).__name__,
+            daemon=True,
         )
         thread.start()
         deadline = time.monotonic() + 10
@@ -329,9 +337,9 @@ class ScriptedOpenAIServer:
         if not server.started:
             server.should_exit = True
             sock.close()
-            raise RuntimeError("ScriptedOpenAIServer did not start within 10 s")
+            raise RuntimeError(f"{type(self).__name__} did not start within 10 s")
         self._server, self._thread, self._socket = server, thread, sock
-        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.base_url = f"http://127.0.0.1:{port}{self.base_path}"
 
     def stop(self) -> None:
         """Stop at once: slow replies still sleeping are abandoned, not awaited."""
@@ -344,7 +352,7 @@ class ScriptedOpenAIServer:
             self._socket.close()
         self._server, self._thread, self._socket = None, None, None
 
-    def __enter__(self) -> ScriptedOpenAIServer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

@@ -61,7 +61,8 @@ def add_run(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--model",
         default=None,
-        help='"local" or "openai:<model>" (default: TURNPLAN_MODEL, else local)',
+        help='"local", "openai:<model>" or any "<provider>:<model>" of LangChain\'s '
+        "init_chat_model, e.g. anthropic:claude-sonnet-4-5 (default: TURNPLAN_MODEL, else local)",
     )
     parser.add_argument(
         "--database",

@@ -1,20 +1,38 @@
 """The one place that turns a model setting into a chat model.
 
-Settings are strings: ``"local"`` (the embedded Gemma 3 270M, see ``agent.llm.local_model``) or
-``"openai:<model>"`` for OpenAI or any OpenAI-compatible server (``OPENAI_BASE_URL``: vLLM, Ollama,
-LiteLLM, ``turnplan serve-model``). Every model is a ``ChatOpenAI``, so one wire path is tested.
+Settings are strings:
+
+- ``"local"``: the embedded Gemma 3 270M (see ``agent.llm.local_model``), served by llama.cpp
+  over the OpenAI chat-completions API on 127.0.0.1;
+- ``"openai:<model>"``: OpenAI, or any OpenAI-compatible server (``OPENAI_BASE_URL``: vLLM,
+  Ollama, LiteLLM, ``turnplan serve-model``);
+- ``"<provider>:<model>"``: any other provider LangChain's ``init_chat_model`` knows
+  (``anthropic:``, ``google_genai:``, ``ollama:``, ``mistralai:``, ``groq:``, ...), built by
+  ``init_chat_model`` from the provider's integration package (``langchain-anthropic``, ...), which
+  reads its own environment (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ...).
+
+``local`` and ``openai:`` are not left to ``init_chat_model``, which would build a plain
+``ChatOpenAI``: they get ``CompatibleChatOpenAI``, which fixes what breaks on compatible servers
+(see its docstring), and an HTTP client of their own per event loop. A provider whose package is
+missing, or that LangChain does not know, fails with a ``ModelConfigurationError`` naming the fix
+(``MissingModelPackageError`` says what to ``pip install``) when the run resolves its model, before
+any request; the supervisor then ends the turn with that message, and ``turnplan run`` exits 1.
 
 Retries and timeouts come from the caller (the graph's ``Context.request_timeout`` and
-``Context.max_retries``) and are enforced by the ``openai`` client that ``ChatOpenAI`` wraps: it
-retries 408, 409, 429, 5xx, connection errors and timeouts up to ``max_retries`` times with
-exponential backoff (0.5 s doubling, at most 8 s, with jitter), waits as long as a ``Retry-After``
-/ ``retry-after-ms`` header asks (up to 2 minutes), and obeys ``x-should-retry``. Past the last
-retry the caller gets that client's exception, once: langchain-openai re-raises it as a subclass
-of both the ``openai`` type and langchain-core's provider-neutral one (``openai.RateLimitError`` /
+``Context.max_retries``) and are given to every provider under the names its chat model takes
+(``timeout`` / ``request_timeout`` and ``max_retries``, read from the model's fields: see
+``LIMIT_ARGUMENTS``); a provider whose chat model has no such field keeps its own default, and a
+warning says so. They are enforced by the provider's client, not by a second retry layer that
+would multiply attempts. For OpenAI (and Anthropic, whose SDK is generated the same way) the
+client retries 408, 409, 429, 5xx, connection errors and timeouts up to ``max_retries`` times
+with exponential backoff (0.5 s doubling, at most 8 s, with jitter), waits as long as a
+``Retry-After`` / ``retry-after-ms`` header asks (up to 2 minutes), and obeys
+``x-should-retry``. Past the last retry the caller gets that client's exception, once:
+langchain-openai and langchain-anthropic re-raise it as a subclass of both the SDK's type and
+langchain-core's provider-neutral one (``openai.RateLimitError`` /
 ``ModelRateLimitError``, ``openai.InternalServerError`` / ``ModelAPIError``,
 ``openai.APITimeoutError`` / ``ModelTimeoutError``), so the graph can catch
-``langchain_core.exceptions.ModelError``. We rely on the client rather than adding a second retry
-layer that would multiply attempts.
+``langchain_core.exceptions.ModelError``.
 
 Malformed tool calls do not raise: ``ChatOpenAI`` puts a call whose arguments are not JSON in
 ``AIMessage.invalid_tool_calls`` (with the raw string and the parse error) instead of
@@ -29,24 +47,32 @@ sent so far; the tool's own argument validation is then what reports it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import os
+import re
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterator
 from typing import Any
 
 import openai
+from langchain.chat_models import init_chat_model
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from agent.context import Context
 from agent.errors import ErrorCode
 from agent.llm.local_model import MODEL_ALIAS, shared_local_model_url
-from agent.llm.model_errors import EmptyModelResponseError, ModelConfigurationError
+from agent.llm.model_errors import (
+    EmptyModelResponseError,
+    MissingModelPackageError,
+    ModelConfigurationError,
+)
 from storage.loop_shutdown import call_at_loop_shutdown
 
 __all__ = [
@@ -54,6 +80,7 @@ __all__ = [
     "DEFAULT_OPENAI_MODEL",
     "MODEL_ENV",
     "EmptyModelResponseError",
+    "MissingModelPackageError",
     "ModelConfigurationError",
     "get_chat_model",
     "invalid_tool_call_messages",
@@ -73,14 +100,29 @@ starts to ramble on a CPU would otherwise run into the request timeout."""
 PLACEHOLDER_API_KEY = "not-needed"
 """Local OpenAI-compatible servers ignore the key, but the ``openai`` client insists on one."""
 
+LOCAL = "local"
+OPENAI = "openai"
+
 ACCEPTED_FORMS = (
-    '"local" (the embedded model), or "openai:<model>" (OpenAI, or any OpenAI-compatible '
-    "server via OPENAI_BASE_URL), e.g. openai:gpt-4o-mini"
+    '"local", "openai:<model>" (OpenAI, or a compatible server at OPENAI_BASE_URL), or '
+    '"<provider>:<model>" of LangChain\'s init_chat_model, e.g. anthropic:claude-sonnet-4-5 '
+    "(docs/models.md)"
 )
+"""Short enough that the turn's failure message (its first 300 characters) shows it whole."""
+
+LIMIT_ARGUMENTS = {
+    "request_timeout": ("timeout", "request_timeout"),
+    "max_retries": ("max_retries",),
+}
+"""Each ``Context`` limit a provider's chat model is given, with the argument names it may take
+it by, in order of preference (``ChatOpenAI`` and ``ChatAnthropic`` take ``timeout``, some
+others ``request_timeout``)."""
+
+logger = logging.getLogger(__name__)
 
 _CACHE_LIMIT = 32
 _cache: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, float, int, str | None, str], BaseChatModel]
+    asyncio.AbstractEventLoop, dict[tuple[Hashable, ...], BaseChatModel]
 ] = weakref.WeakKeyDictionary()
 """Clients per event loop: an async HTTP client belongs to the loop it was first used on, so a
 second ``asyncio.run`` in the same process must not reuse the first one's clients."""
@@ -126,11 +168,16 @@ def model_setting_of(model: ModelSetting, context: Context) -> str | None:
 
 
 class CompatibleChatOpenAI(ChatOpenAI):
-    """``ChatOpenAI`` that reports a response without choices as ``EmptyModelResponseError``.
+    """``ChatOpenAI`` for ``local`` and ``openai:`` models: what ``init_chat_model``'s plain
+    ``ChatOpenAI`` gets wrong on OpenAI-compatible servers, fixed; everything else inherited.
 
-    Everything else is inherited unchanged; this only replaces an ``IndexError`` (non-streaming)
-    or a bare "No generations found in stream" (streaming) with an error saying what the server
-    did. Streaming matters because LangGraph's ``messages`` stream mode makes ``ainvoke`` stream.
+    - An assistant message that only calls tools is sent with ``"content": ""``, not ``null``,
+      which llama.cpp's server (the embedded model, ``turnplan serve-model``) rejects with a 500.
+    - ``legacy_max_tokens`` sends the token cap as ``max_tokens``, the field llama.cpp reads: the
+      compact profile's per-step caps would otherwise be ignored.
+    - A response without any choice raises ``EmptyModelResponseError`` (a ``ModelAPIError``), not
+      an ``IndexError`` (non-streaming) or a bare "No generations found in stream" (streaming,
+      which LangGraph's ``messages`` stream mode makes ``ainvoke`` use).
     """
 
     legacy_max_tokens: bool = False
@@ -222,7 +269,7 @@ def _openai_endpoint() -> tuple[str | None, str]:
     )
 
 
-# ``timeout`` is each model request's (the openai client's), not this call's: hence the noqa.
+# ``timeout`` is each model request's (the provider client's), not this call's: hence the noqa.
 async def get_chat_model(
     model: str,
     *,
@@ -231,23 +278,43 @@ async def get_chat_model(
 ) -> BaseChatModel:
     """A chat model for the setting ``model``, reused across calls with the same settings.
 
-    ``"local"`` starts the embedded server on first use (see ``agent.llm.local_model``). Clients are
-    cached by (model, timeout, retries, base URL, key) so a turn's many LLM calls share one
-    connection pool; a changed environment (another base URL or key) gets a new client.
+    ``"local"`` starts the embedded server on first use (see ``agent.llm.local_model``). Clients
+    are cached per event loop by (setting, timeout, retries, and the endpoint: base URL and key
+    for ``openai:``, the provider's own environment variables for the others) so a turn's many
+    LLM calls share one connection pool, and a changed environment gets a new client.
     """
-    provider, _, name = model.strip().partition(":")
-    if provider == "local" and not name:
+    setting = model.strip()
+    provider, colon, name = setting.partition(":")
+    build: Callable[[], BaseChatModel]
+    key: tuple[Hashable, ...]
+    if setting == LOCAL:
         base_url: str | None = await shared_local_model_url()
-        api_key = PLACEHOLDER_API_KEY
-        name = MODEL_ALIAS
-    elif provider == "openai" and name:
+        key = (setting, float(timeout), max_retries, base_url)
+        build = functools.partial(
+            _compatible_chat_openai,
+            MODEL_ALIAS,
+            base_url,
+            PLACEHOLDER_API_KEY,
+            timeout,
+            max_retries,
+            LOCAL_MAX_TOKENS,
+        )
+    elif provider == OPENAI and name:
         base_url, api_key = _openai_endpoint()
+        key = (setting, float(timeout), max_retries, base_url, api_key)
+        build = functools.partial(
+            _compatible_chat_openai, name, base_url, api_key, timeout, max_retries, None
+        )
+    elif colon and provider and name and provider != LOCAL:
+        key = (setting, float(timeout), max_retries, _provider_environment(provider))
+        build = functools.partial(
+            _provider_chat_model, setting, provider, name, timeout, max_retries
+        )
     else:
         raise ModelConfigurationError(
-            f"Unknown model setting {model!r}. Accepted forms: {ACCEPTED_FORMS}."
+            f"Unknown model setting {setting!r}. Accepted forms: {ACCEPTED_FORMS}."
         )
 
-    key = (f"{provider}:{name}", float(timeout), max_retries, base_url, api_key)
     loop = asyncio.get_running_loop()
     loop_cache = _cache.get(loop)
     if loop_cache is None:
@@ -257,17 +324,15 @@ async def get_chat_model(
     cached = loop_cache.get(key)
     if cached is not None:
         return cached
-    # Building the client creates an SSL context (reads CA files): blocking, so off the loop.
-    max_tokens = LOCAL_MAX_TOKENS if provider == "local" else None
-    chat_model = await asyncio.to_thread(
-        _build_chat_model, name, base_url, api_key, timeout, max_retries, max_tokens
-    )
+    # Building a client creates an SSL context (reads CA files) and may import the provider's
+    # package: blocking, so off the loop.
+    chat_model = await asyncio.to_thread(build)
     if len(loop_cache) >= _CACHE_LIMIT:
         loop_cache.pop(next(iter(loop_cache)))
     return loop_cache.setdefault(key, chat_model)
 
 
-def _build_chat_model(
+def _compatible_chat_openai(
     name: str,
     base_url: str | None,
     api_key: str,
@@ -288,6 +353,104 @@ def _build_chat_model(
         # ran on, so a second `asyncio.run` in the same process would fail.
         http_async_client=openai.DefaultAsyncHttpxClient(),
     )
+
+
+def _provider_environment(provider: str) -> tuple[tuple[str, str], ...]:
+    """The environment variables named after ``provider`` (``ANTHROPIC_*`` for ``anthropic``,
+    ``GOOGLE_*`` for ``google_genai``): where its package reads its key and base URL, so a
+    changed one gets a new client rather than the cached one."""
+    prefix = provider.split("_", 1)[0].upper() + "_"
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(prefix)))
+
+
+def _provider_chat_model(
+    setting: str, provider: str, name: str, timeout: float, max_retries: int
+) -> BaseChatModel:
+    """``init_chat_model``'s chat model for ``setting``, with the run's timeout and retries under
+    the names its class takes; every way it can fail to be built becomes a
+    ``ModelConfigurationError`` that names the fix."""
+    try:
+        # Built once bare to learn its class: an argument a chat model does not declare is not
+        # refused but sent to the provider's API as a request parameter (``model_kwargs``), so
+        # only the fields the class has may be given.
+        bare = init_chat_model(name, model_provider=provider)
+        limits, ignored = limit_arguments(
+            type(bare), {"request_timeout": timeout, "max_retries": max_retries}
+        )
+        if ignored:
+            logger.warning(
+                "%s's chat model %s takes no argument for %s; its own default applies.",
+                provider,
+                type(bare).__name__,
+                " or ".join(ignored),
+            )
+        return init_chat_model(name, model_provider=provider, **limits) if limits else bare
+    except ImportError as error:
+        raise MissingModelPackageError(setting, _package_to_install(error, provider)) from error
+    except ValidationError as error:
+        raise ModelConfigurationError(
+            f"The model setting {setting!r} cannot be used as configured: "
+            + "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
+            )
+            + f" (see the settings of LangChain's {provider} integration, e.g. its API key)."
+        ) from error
+    except ValueError as error:
+        # init_chat_model's refusal of a provider it does not know: a plain ValueError (a
+        # class refusing its settings raises pydantic's ValidationError, handled above).
+        raise ModelConfigurationError(
+            f"Unknown model provider {provider!r}. Accepted forms: "
+            f"{ACCEPTED_FORMS}.\nLangChain says: {error}"
+        ) from error
+    except Exception as error:
+        raise ModelConfigurationError(
+            f"The model setting {setting!r} cannot be used as configured: "
+            f"{type(error).__name__}: {_first_line(error)}"
+        ) from error
+
+
+def limit_arguments(
+    model_class: type[BaseChatModel], values: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """``values`` (by ``LIMIT_ARGUMENTS`` key) under the argument names ``model_class`` accepts
+    (its fields' aliases, and names when it populates by name), and the keys it has no
+    argument for."""
+    config = model_class.model_config
+    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
+    accepted: set[str] = set()
+    for field_name, info in model_class.model_fields.items():
+        accepted.add(info.alias or field_name)
+        if by_name:
+            accepted.add(field_name)
+    kwargs: dict[str, Any] = {}
+    ignored: list[str] = []
+    for limit, names in LIMIT_ARGUMENTS.items():
+        name = next((candidate for candidate in names if candidate in accepted), None)
+        if name is None:
+            ignored.append(limit)
+        else:
+            kwargs[name] = values[limit]
+    return kwargs, ignored
+
+
+INSTALL_COMMAND = re.compile(r"pip install (?:-U )?[`'\"]?([A-Za-z0-9][A-Za-z0-9_.\-\[\]]*)")
+
+
+def _package_to_install(error: ImportError, provider: str) -> str:
+    """The package ``init_chat_model`` says ``provider`` needs (it names it in its message),
+    else the missing module's, spelled as pip spells it."""
+    found = INSTALL_COMMAND.search(str(error))
+    if found:
+        return found.group(1)
+    missing = error.__cause__ if isinstance(error.__cause__, ImportError) else error
+    if missing.name:
+        return missing.name.split(".", 1)[0].replace("_", "-")
+    return f"langchain-{provider.replace('_', '-')}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 async def close_chat_models() -> None:

@@ -18,6 +18,23 @@ class ModelConfigurationError(ConfigurationError):
     """
 
 
+class MissingModelPackageError(ModelConfigurationError):
+    """The setting names a provider whose LangChain integration package is not installed.
+
+    ``package`` is what to install (``langchain-google-genai`` for ``google_genai:...``) and
+    ``install_command`` the command, so a caller can show or run the fix, not parse a message.
+    """
+
+    def __init__(self, setting: str, package: str) -> None:
+        self.setting = setting
+        self.package = package
+        self.install_command = f"pip install {package}"
+        super().__init__(
+            f"The model setting {setting!r} needs the package {package}, which is not "
+            f"installed: {self.install_command}"
+        )
+
+
 class EmptyModelResponseError(ModelAPIError):
     """The model server answered 200 with no choice at all (some compatible servers do on errors).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,7 @@ def test_run_without_a_usable_model_setting_explains_the_fix(
         [
             "run",
             "--model",
-            "anthropic:claude",
+            "nosuch:model",
             "--database",
             f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
             "hello",
@@ -111,6 +112,29 @@ def test_run_without_a_usable_model_setting_explains_the_fix(
     )
     assert status == 1
     assert "Accepted forms" in capsys.readouterr().out
+
+
+def test_run_with_a_provider_package_missing_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The turn ends at its first model call with one line saying what to install: no request
+    is sent and no traceback is printed."""
+    monkeypatch.setitem(sys.modules, "langchain_google_genai", None)  # import fails as if absent
+    status = main(
+        [
+            "run",
+            "--model",
+            "google_genai:gemini-2.5-flash",
+            "--database",
+            f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
+            "hello",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "needs the package langchain-google-genai" in captured.out
+    assert "pip install langchain-google-genai" in captured.out
+    assert "Traceback" not in captured.out + captured.err
 
 
 def test_run_with_the_conversation_toolset_binds_it_and_writes_the_task_file(
