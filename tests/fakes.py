@@ -22,8 +22,6 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field
 
-from agent.llm import local_model
-
 Reply = AIMessage | Exception
 Responder = Callable[[list[BaseMessage]], Reply]
 
@@ -247,4 +245,4 @@ def pretend_llama_cpp_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     def find_spec(name: str, package: str | None = None) -> ModuleSpec | None:
         return None if name == "llama_cpp" else real_find_spec(name, package)
 
-    monkeypatch.setattr(local_model.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
