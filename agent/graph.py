@@ -30,7 +30,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Checkpointer
 
 from agent.calls.catalog import ToolCatalog, Toolset
-from agent.context import BUILTIN_TOOLSETS, Context
+from agent.context import BUILTIN_TOOLSETS, Context, ContextDefaults, run_settings
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.drain import make_drain_node
@@ -73,17 +73,25 @@ SYNC_INVOKE_MESSAGE = (
 )
 
 
-def async_only(node: SupervisorNode, name: str) -> RunnableLambda[SupervisorState, Any]:
+def async_only(
+    node: SupervisorNode, name: str, defaults: ContextDefaults | None = None
+) -> RunnableLambda[SupervisorState, Any]:
     """The node for LangGraph, with a sync side that says how to call the graph instead of
     LangGraph's generic "No synchronous function provided". Built from langchain-core's public
     ``RunnableLambda``; the run's ``Runtime`` comes from ``get_runtime``, as LangGraph documents
-    for code that is not handed one."""
+    for code that is not handed one. The node sees turnplan's settings as the runtime's context
+    whatever the run's context is (``agent.context.run_settings``): inside a user's graph it is
+    the parent's."""
 
     def refuse_sync(state: SupervisorState) -> NoReturn:
         raise TypeError(SYNC_INVOKE_MESSAGE)
 
     async def run(state: SupervisorState) -> Any:
-        return await node(state, runtime=get_runtime(Context))
+        runtime = get_runtime(Context)
+        settings = run_settings(runtime.context, defaults)
+        if settings is not runtime.context:
+            runtime = runtime.override(context=settings)
+        return await node(state, runtime=runtime)
 
     return RunnableLambda(refuse_sync, afunc=run, name=name)
 
@@ -98,6 +106,7 @@ def build_graph(
     workers: Sequence[Worker] | None = None,
     tasks_dir: str | Path | None = None,
     mcp_servers: Mapping[str, Connection] | McpTools | None = None,
+    context: ContextDefaults | None = None,
 ) -> SupervisorGraph:
     """Compile the supervisor.
 
@@ -112,6 +121,11 @@ def build_graph(
     ``TURNPLAN_TASKS_DIR``, else the working directory). ``mcp_servers``: MCP servers whose
     tools are bound, as ``MultiServerMCPClient`` connections by name (default: the file
     ``TURNPLAN_MCP_SERVERS`` names, if set), or an ``McpTools`` whose sessions you close.
+    ``context``: the defaults of every run's settings, a ``Context`` or a function from the
+    run's context to one. A run's own settings override them field by field: the ``Context``
+    fields it names, or turnplan's keys in a dict context. Inside a user's graph, whose context
+    is the user's own (or none), these defaults are turnplan's settings
+    (``agent.context.run_settings``).
     """
     db = database if isinstance(database, Database) else Database(database)
     registry = WorkerRegistry(workers or ())
@@ -133,10 +147,10 @@ def build_graph(
     builder = StateGraph(
         SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("plan", async_only(make_plan_node(deps), "plan"))
-    builder.add_node("execute", async_only(make_execute_node(deps), "execute"))
-    builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved))
-    builder.add_node("drain", async_only(make_drain_node(deps), "drain"))
+    builder.add_node("plan", async_only(make_plan_node(deps), "plan", context))
+    builder.add_node("execute", async_only(make_execute_node(deps), "execute", context))
+    builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved, context))
+    builder.add_node("drain", async_only(make_drain_node(deps), "drain", context))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])

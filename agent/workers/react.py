@@ -19,7 +19,7 @@ from langgraph.types import Command
 
 from agent.calls.ordering import build_tools_node
 from agent.calls.tool_schemas import model_tool_schemas
-from agent.context import Context
+from agent.context import Context, run_settings
 from agent.llm.chat_models import ModelSetting, invalid_tool_call_messages, resolve_chat_model
 from agent.workers.worker import Worker, WorkerState
 from prompts import load_all_prompts, load_prompt
@@ -48,7 +48,7 @@ def build_worker(
             await asyncio.to_thread(load_all_prompts)
             prompts_ready = True
         system = "\n\n".join(load_prompt(section) for section in prompt_sections)
-        chat = await resolve_chat_model(model, runtime.context or Context())
+        chat = await resolve_chat_model(model, run_settings(runtime.context))
         bound = chat.bind_tools(model_tool_schemas(tool_list)) if tool_list else chat
         response = await bound.ainvoke([SystemMessage(content=system), *state.messages])
         if not isinstance(response, AIMessage):
