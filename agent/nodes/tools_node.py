@@ -48,6 +48,7 @@ from agent.turn.identity import call_record_id, issuing_message, message_text
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import hand_over, take_handed
+from prompts import Prompts, use_prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -208,13 +209,19 @@ def build_supervisor_tools_node(
     database: Database,
     saved: BaseCheckpointSaver[Any] | None = None,
     defaults: ContextDefaults | None = None,
+    prompts: Prompts | None = None,
 ) -> ToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log. ``defaults``: the graph's
-    default settings (``build_graph(context=...)``)."""
+    default settings (``build_graph(context=...)``); ``prompts``: its prompt texts, active
+    while a call runs (a delegation's request, a worker's prompt)."""
+    graph_prompts = prompts or Prompts.at()
 
     async def supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
-        request = _with_settings(request, defaults)
+        with use_prompts(graph_prompts):
+            return await _supervised(_with_settings(request, defaults), execute)
+
+    async def _supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
         scope, _ = _scope(request)
         name = request.tool_call.get("name", "?")
         call_id = request.tool_call.get("id") or ""
