@@ -155,3 +155,18 @@ def test_a_runs_own_settings_override_the_graphs_defaults_field_by_field() -> No
 def test_a_defaults_function_must_return_turnplans_context() -> None:
     with pytest.raises(TypeError, match=r"context=\.\.\.\) must return an agent\.context\.Context"):
         run_settings(UserContext(account="x"), lambda context: {"user_id": "x"})  # type: ignore[arg-type,return-value]
+
+
+async def test_a_direct_run_keeps_the_graphs_defaults_it_does_not_name(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(responder=PlanOracle(TITLES, add_task))
+    graph = build_graph(model, database=database, context=Context(planning="always"))
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage("Add two tasks")]}, context={"user_id": "carol"}
+    )
+
+    assert result["turnStatus"] == "answered"
+    assert model.choices_seen[0] == "create_todo"  # the graph's default, not named by the run
+    assert tasks_in_db(database) == [("carol", "buy milk"), ("carol", "call mom")]
