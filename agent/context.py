@@ -7,9 +7,9 @@ run needs none. Environment variables are read elsewhere, with type conversion, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Self
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Literal, Self
 
 BUILTIN_TOOLSETS = ("personal_tasks", "conversation_tasks")
 """Names of the built-in domain toolsets a run may bind (``Context.toolsets``)."""
@@ -146,14 +146,25 @@ class Context:
         },
     )
 
+    _given: ClassVar[frozenset[str]] = frozenset()
+    """The settings the caller named (an instance keeps its own): they override the defaults
+    ``build_graph(context=...)`` gives, field by field (``run_settings``)."""
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        """Refuse unknown keys before ``__init__`` does, with the same error the server gives.
+        """Refuse unknown keys before ``__init__`` does, with the same error the server gives,
+        and note which settings the caller named.
 
         LangGraph builds the context as ``Context(**context)`` from the dict a caller passes,
         so this is the one place a Python run's unknown keys can be named and explained.
         """
         check_context_keys(kwargs)
-        return super().__new__(cls)
+        instance = super().__new__(cls)
+        object.__setattr__(instance, "_given", frozenset(kwargs))
+        return instance
+
+    def given(self) -> dict[str, Any]:
+        """The settings the caller named, with their values (the others are defaults)."""
+        return {name: getattr(self, name) for name in self._given}
 
     def __post_init__(self) -> None:
         """Settings often arrive as JSON from a client or Studio's form: accept numbers sent as
@@ -248,3 +259,41 @@ def check_context_keys(keys: Iterable[str]) -> None:
             f"Unknown context {noun} {named}. The context settings are: "
             f"{', '.join(sorted(CONTEXT_KEYS))}."
         )
+
+
+ContextDefaults = Context | Callable[[Any], Context]
+"""The defaults of a graph's runs (``build_graph(context=...)``): settings, or a function that
+makes them from the run's own context (a parent graph's, of any type, or None)."""
+
+
+def run_settings(run_context: object, defaults: ContextDefaults | None = None) -> Context:
+    """turnplan's settings for a run whose context is ``run_context``: the one rule every
+    reader of a run's context follows (nodes, tools, workers).
+
+    A run of turnplan's own graph has a ``Context``. Inside a user's graph (turnplan's compiled
+    graph as a node of a ``StateGraph``), LangGraph hands the subgraph the parent's context:
+    an object of the user's schema, a plain dict when the parent has no schema, or None. So:
+    the defaults (``defaults``, called with the run's context when it is a function, else the
+    built-in ones), overridden by the settings the run names itself: a ``Context``'s named
+    fields, or turnplan's keys in a mapping (the mapping's other keys are the parent's own).
+    """
+    if defaults is None:
+        if isinstance(run_context, Context):
+            return run_context
+        base = Context()
+    elif isinstance(defaults, Context):
+        base = defaults
+    else:
+        base = defaults(run_context)
+        if not isinstance(base, Context):
+            raise TypeError(
+                "build_graph(context=...) must return an agent.context.Context, "
+                f"got {type(base).__name__}."
+            )
+    if isinstance(run_context, Context):
+        own = run_context.given()
+    elif isinstance(run_context, Mapping):
+        own = {key: value for key, value in run_context.items() if key in CONTEXT_KEYS}
+    else:
+        own = {}
+    return replace(base, **own) if own else base

@@ -30,7 +30,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Checkpointer
 
 from agent.calls.catalog import ToolCatalog, Toolset
-from agent.context import BUILTIN_TOOLSETS, Context
+from agent.context import BUILTIN_TOOLSETS, Context, ContextDefaults, run_settings
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.drain import make_drain_node
@@ -46,6 +46,7 @@ from agent.tools.mcp import McpTools
 from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from agent.workers import Worker, WorkerRegistry
+from prompts import Prompts, use_prompts
 from storage import Database
 
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
@@ -73,17 +74,31 @@ SYNC_INVOKE_MESSAGE = (
 )
 
 
-def async_only(node: SupervisorNode, name: str) -> RunnableLambda[SupervisorState, Any]:
+def async_only(
+    node: SupervisorNode,
+    name: str,
+    defaults: ContextDefaults | None = None,
+    prompts: Prompts | None = None,
+) -> RunnableLambda[SupervisorState, Any]:
     """The node for LangGraph, with a sync side that says how to call the graph instead of
     LangGraph's generic "No synchronous function provided". Built from langchain-core's public
     ``RunnableLambda``; the run's ``Runtime`` comes from ``get_runtime``, as LangGraph documents
-    for code that is not handed one."""
+    for code that is not handed one. The node sees turnplan's settings as the runtime's context
+    whatever the run's context is (``agent.context.run_settings``): inside a user's graph it is
+    the parent's. ``prompts``: the graph's prompt texts, active while the node runs."""
 
     def refuse_sync(state: SupervisorState) -> NoReturn:
         raise TypeError(SYNC_INVOKE_MESSAGE)
 
+    graph_prompts = prompts or Prompts.at()
+
     async def run(state: SupervisorState) -> Any:
-        return await node(state, runtime=get_runtime(Context))
+        runtime = get_runtime(Context)
+        settings = run_settings(runtime.context, defaults)
+        if settings is not runtime.context:
+            runtime = runtime.override(context=settings)
+        with use_prompts(graph_prompts):
+            return await node(state, runtime=runtime)
 
     return RunnableLambda(refuse_sync, afunc=run, name=name)
 
@@ -98,6 +113,8 @@ def build_graph(
     workers: Sequence[Worker] | None = None,
     tasks_dir: str | Path | None = None,
     mcp_servers: Mapping[str, Connection] | McpTools | None = None,
+    context: ContextDefaults | None = None,
+    prompts_dir: str | Path | None = None,
 ) -> SupervisorGraph:
     """Compile the supervisor.
 
@@ -112,7 +129,17 @@ def build_graph(
     ``TURNPLAN_TASKS_DIR``, else the working directory). ``mcp_servers``: MCP servers whose
     tools are bound, as ``MultiServerMCPClient`` connections by name (default: the file
     ``TURNPLAN_MCP_SERVERS`` names, if set), or an ``McpTools`` whose sessions you close.
+    ``context``: the defaults of every run's settings, a ``Context`` or a function from the
+    run's context to one. A run's own settings override them field by field: the ``Context``
+    fields it names, or turnplan's keys in a dict context. Inside a user's graph, whose context
+    is the user's own (or none), these defaults are turnplan's settings
+    (``agent.context.run_settings``).
+    ``prompts_dir``: a folder of prompt files that replace the shipped ones file by file
+    (default: ``TURNPLAN_PROMPTS_DIR``, else none); checked here, so a file the code could not
+    fill in fails the build with ``prompts.PromptFolderError`` (docs/prompts.md).
     """
+    prompts = Prompts.at(prompts_dir)
+    prompts.check()
     db = database if isinstance(database, Database) else Database(database)
     registry = WorkerRegistry(workers or ())
     catalog = ToolCatalog(
@@ -133,10 +160,10 @@ def build_graph(
     builder = StateGraph(
         SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("plan", async_only(make_plan_node(deps), "plan"))
-    builder.add_node("execute", async_only(make_execute_node(deps), "execute"))
-    builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved))
-    builder.add_node("drain", async_only(make_drain_node(deps), "drain"))
+    builder.add_node("plan", async_only(make_plan_node(deps), "plan", context, prompts))
+    builder.add_node("execute", async_only(make_execute_node(deps), "execute", context, prompts))
+    builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved, context, prompts))
+    builder.add_node("drain", async_only(make_drain_node(deps), "drain", context, prompts))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -59,9 +59,22 @@ async def open_checkpointer(database: Database) -> AsyncIterator[BaseCheckpointS
                 "Checkpoints on PostgreSQL need the 'postgres' extra: "
                 'pip install -e ".[postgres]"'
             ) from error
-        async with AsyncPostgresSaver.from_conn_string(postgres_conninfo(database.url)) as saver:
-            await saver.setup()
-            yield saver
+        from psycopg import OperationalError
+
+        async with AsyncExitStack() as stack:
+            try:
+                pg_saver = await stack.enter_async_context(
+                    AsyncPostgresSaver.from_conn_string(postgres_conninfo(database.url))
+                )
+            except OperationalError as error:
+                shown = make_url(database.url).render_as_string(hide_password=True)
+                raise ConfigurationError(
+                    f"Cannot open the PostgreSQL database {shown}: {str(error).strip()}. "
+                    "turnplan creates its tables, not the database: create it first "
+                    "(createdb, or CREATE DATABASE in psql)."
+                ) from error
+            await pg_saver.setup()
+            yield pg_saver
         return
     raise ConfigurationError(
         f"No checkpointer for {backend!r} databases: use SQLite or PostgreSQL."

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
-from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -38,7 +39,7 @@ from agent.calls.ordering import (
     message_memo,
     request_messages,
 )
-from agent.context import Context
+from agent.context import ContextDefaults, run_settings
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
@@ -47,6 +48,7 @@ from agent.turn.identity import call_record_id, issuing_message, message_text
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import hand_over, take_handed
+from prompts import Prompts, use_prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -66,7 +68,7 @@ async def _run_tool(request: ToolCallRequest, catalog: ToolCatalog) -> ToolCallR
     bind (another toolset's, or none at all) is refused, naming the ones it has."""
     name = request.tool_call.get("name", "")
     context = request.runtime.context if request.runtime is not None else None
-    run_tools = await catalog.for_run(context if isinstance(context, Context) else Context())
+    run_tools = await catalog.for_run(run_settings(context))
     if name not in run_tools.names:
         raise ToolFailure(
             ErrorCode.VALIDATION_ERROR,
@@ -190,13 +192,36 @@ def _record_batch(database: Database) -> RecordBatch:
     return batch
 
 
+def _with_settings(request: ToolCallRequest, defaults: ContextDefaults | None) -> ToolCallRequest:
+    """The request with turnplan's settings as its runtime's context, so every tool reads them
+    there (``agent.context.run_settings``; inside a user's graph the context is the parent's)."""
+    runtime: ToolRuntime[Any, Any] | None = request.runtime
+    if runtime is None:
+        return request
+    settings = run_settings(runtime.context, defaults)
+    if settings is runtime.context:
+        return request
+    return replace(request, runtime=replace(runtime, context=settings))
+
+
 def build_supervisor_tools_node(
-    catalog: ToolCatalog, database: Database, saved: BaseCheckpointSaver[Any] | None = None
+    catalog: ToolCatalog,
+    database: Database,
+    saved: BaseCheckpointSaver[Any] | None = None,
+    defaults: ContextDefaults | None = None,
+    prompts: Prompts | None = None,
 ) -> ToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
-    the run did not bind, and reporting operator faults to the log."""
+    the run did not bind, and reporting operator faults to the log. ``defaults``: the graph's
+    default settings (``build_graph(context=...)``); ``prompts``: its prompt texts, active
+    while a call runs (a delegation's request, a worker's prompt)."""
+    graph_prompts = prompts or Prompts.at()
 
     async def supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
+        with use_prompts(graph_prompts):
+            return await _supervised(_with_settings(request, defaults), execute)
+
+    async def _supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
         scope, _ = _scope(request)
         name = request.tool_call.get("name", "?")
         call_id = request.tool_call.get("id") or ""

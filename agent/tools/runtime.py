@@ -23,7 +23,7 @@ from langchain_core.tools import InjectedToolArg
 from langgraph.prebuilt import ToolRuntime
 from pydantic import PlainSerializer
 
-from agent.context import Context
+from agent.context import Context, run_settings
 from agent.errors import ErrorCode, ToolFailure
 from agent.turn.identity import call_record_id, issuing_message
 from storage.repositories import ToolCallKey, TurnScope
@@ -43,9 +43,10 @@ def state_value(runtime: ToolRuntimeT, key: str, default: Any = None) -> Any:
 
 
 def run_context(runtime: ToolRuntimeT) -> Context:
-    """The run's settings; a run started without a context gets the defaults."""
-    context = runtime.context
-    return context if isinstance(context, Context) else Context()
+    """The run's settings (``agent.context.run_settings``): in the supervisor, its tools node
+    has already put them in the runtime with the graph's defaults; elsewhere (a worker, a
+    graph of your own) a context that is not turnplan's gives the defaults."""
+    return run_settings(runtime.context)
 
 
 def turn_scope(runtime: ToolRuntimeT) -> TurnScope:

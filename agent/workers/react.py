@@ -19,10 +19,10 @@ from langgraph.types import Command
 
 from agent.calls.ordering import build_tools_node
 from agent.calls.tool_schemas import model_tool_schemas
-from agent.context import Context
+from agent.context import Context, run_settings
 from agent.llm.chat_models import ModelSetting, invalid_tool_call_messages, resolve_chat_model
 from agent.workers.worker import Worker, WorkerState
-from prompts import load_all_prompts, load_prompt
+from prompts import Prompts, active_prompts
 
 WorkerTarget = Literal["model", "tools", "__end__"]
 
@@ -40,15 +40,16 @@ def build_worker(
     (names under ``prompts/``, joined in order). ``model`` is resolved like the supervisor's:
     an instance, a ``"provider:model"`` string, or None for the run's context model."""
     tool_list = list(tools)
-    prompts_ready = False
+    # The prompt sets already read; the active one is the delegating graph's (its folder).
+    prompts_read: set[Prompts] = set()
 
     async def call_model(state: WorkerState, *, runtime: Runtime[Context]) -> Command[WorkerTarget]:
-        nonlocal prompts_ready
-        if not prompts_ready:  # read prompt files off the event loop, once
-            await asyncio.to_thread(load_all_prompts)
-            prompts_ready = True
-        system = "\n\n".join(load_prompt(section) for section in prompt_sections)
-        chat = await resolve_chat_model(model, runtime.context or Context())
+        prompts = active_prompts()
+        if prompts not in prompts_read:  # read prompt files off the event loop, once
+            await asyncio.to_thread(prompts.load_all)
+            prompts_read.add(prompts)
+        system = "\n\n".join(prompts.load(section) for section in prompt_sections)
+        chat = await resolve_chat_model(model, run_settings(runtime.context))
         bound = chat.bind_tools(model_tool_schemas(tool_list)) if tool_list else chat
         response = await bound.ainvoke([SystemMessage(content=system), *state.messages])
         if not isinstance(response, AIMessage):

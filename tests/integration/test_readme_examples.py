@@ -1,0 +1,122 @@
+"""README's examples run exactly as README prints them, each as a script in a fresh folder.
+
+Each example is the fenced block after an ``<!-- example: NAME -->`` line in README.md. The
+model behind them is the scripted OpenAI-compatible server (``OPENAI_BASE_URL``), so the
+examples' own ``"openai:gpt-4o-mini"`` and ``ChatOpenAI(...)`` speak real HTTP to it. The one
+change made to a block: the SDK example's URL becomes the one the dev server printed, which is
+what README tells a reader to do when port 2024 is taken.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.dev_server import DevServer, readme_environment
+from tests.http_oracle import HttpPlanOracle
+from tests.scripted_openai import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.integration
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_DEV_URL = "http://127.0.0.1:2024"
+TIMEOUT = 180
+
+
+def readme_example(name: str) -> str:
+    """The code block README marks ``<!-- example: name -->``."""
+    found = re.findall(
+        rf"<!-- example: {re.escape(name)} -->\n```python\n(.*?)```", README.read_text(), re.S
+    )
+    assert len(found) == 1, f"README has {len(found)} blocks marked example: {name}"
+    return str(found[0])
+
+
+def run_script(source: str, folder: Path, model: ScriptedOpenAIServer) -> list[str]:
+    """Run ``source`` as a script in ``folder`` with only model settings in the environment
+    (the scripted server; no ``TURNPLAN_*`` of the machine); its printed lines."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "example.py"
+    script.write_text(source)
+    env = readme_environment(model)
+    env.pop("TURNPLAN_MODEL")  # the examples name their model themselves
+    env["TURNPLAN_TASKS_DIR"] = str(folder)
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+def add_task(title: str) -> tuple[str, dict[str, Any]]:
+    return ("add_task", {"title": title})
+
+
+def tasks_in(database: Path) -> list[tuple[str, str]]:
+    with closing(sqlite3.connect(database)) as connection:
+        return connection.execute("SELECT user_id, title FROM tasks ORDER BY title").fetchall()
+
+
+def test_the_python_example_runs_as_printed(
+    tmp_path: Path, scripted_openai: ScriptedOpenAIServer
+) -> None:
+    scripted_openai.respond_with(HttpPlanOracle(["eggs", "milk"], add_task, answer="Added."))
+
+    lines = run_script(readme_example("python"), tmp_path, scripted_openai)
+
+    assert lines == [
+        "planned eggs",
+        "planned milk",
+        "started eggs",
+        "completed eggs",
+        "started milk",
+        "completed milk",
+        "Added. answered",
+    ]
+    assert tasks_in(tmp_path / "my.db") == [("alice", "eggs"), ("alice", "milk")]
+
+
+def test_the_subgraph_example_runs_as_printed(
+    tmp_path: Path, scripted_openai: ScriptedOpenAIServer
+) -> None:
+    scripted_openai.respond_with(HttpPlanOracle(["eggs", "milk"], add_task, answer="Added."))
+
+    lines = run_script(readme_example("subgraph"), tmp_path, scripted_openai)
+
+    assert lines[-1] == "Added."
+    assert [line for line in lines if line.startswith("completed")] == [
+        "completed eggs",
+        "completed milk",
+    ]
+    # The user comes from the example's own context (AppContext.account), per run.
+    assert tasks_in(tmp_path / "my.db") == [("alice", "eggs"), ("alice", "milk")]
+
+
+def test_the_sdk_example_runs_as_printed_against_the_dev_server(
+    tmp_path: Path, dev_server: DevServer
+) -> None:
+    titles = ["one", "two", "three"]
+    dev_server.model.respond_with(HttpPlanOracle(titles, add_task, answer="Three added."))
+    source = readme_example("sdk")
+    assert source.count(README_DEV_URL) == 1
+    lines = run_script(
+        source.replace(README_DEV_URL, dev_server.url), tmp_path / "client", dev_server.model
+    )
+
+    custom = [line for line in lines if line.startswith("custom ")]
+    assert len(custom) == 3 * len(titles)  # planned, started, completed
+    assert lines[-1].startswith("values ") and "'Three added.'" in lines[-1]
+    assert "'turnStatus': 'answered'" in lines[-1]
+    assert tasks_in(dev_server.database) == [("alice", t) for t in sorted(titles)]
