@@ -8,8 +8,7 @@ from contextlib import closing
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent.context import Context
 from agent.graph import build_graph
@@ -26,18 +25,11 @@ from agent.workers import (
 from storage import Database
 from storage.repositories import ToolAuditRepository, TurnScope
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call, window_of
+from tests.delegating import DONE, DelegatingSupervisor, record, worker_model
+from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
 from tests.tool_harness import run_tool_calls
 
 TASK_TOOLS = {"add_task", "list_tasks", "complete_task", "update_task", "delete_task"}
-DONE: list[str] = []
-
-
-@tool
-def record(note: str) -> str:
-    """Record a note (the supervisor's own domain action in these tests)."""
-    DONE.append(note)
-    return json.dumps({"recorded": note})
 
 
 @pytest.fixture(autouse=True)
@@ -51,61 +43,6 @@ def rows_in_db(database: Database) -> list[tuple[str, str, str | None, str | Non
         return connection.execute(
             "SELECT title, status, outcome, agentType FROM turn_todos ORDER BY priority"
         ).fetchall()
-
-
-ITEMS = [
-    {"title": "Note a"},
-    {
-        "title": "Add the groceries task",
-        "context": "Task title: buy groceries",
-        "completionCriteria": "the task exists",
-        "agentType": "tasks",
-    },
-    {"title": "Note c"},
-]
-
-
-class DelegatingSupervisor:
-    """Plans three items, does 1 and 3 itself, delegates 2 and closes it with the worker's
-    result (or cancels it if the worker failed); reads only what the model is sent."""
-
-    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        rows = plan_rows(plan_view(messages))
-        if not rows:
-            return ai(tool_call("create_todo", items=ITEMS), tool_call("record", note="a"))
-        current = next((row for row in rows if row.mark == ">"), None)
-        if current is None:
-            return AIMessage(content="All three items are done.")
-        if current.title == "Note a":
-            following = rows[1]
-            return ai(
-                tool_call("complete_todo", todoId=current.id, outcome="did a"),
-                tool_call("delegate", todoId=following.id),
-            )
-        if current.title == "Add the groceries task":
-            last = window_of(messages)[-1]
-            assert isinstance(last, ToolMessage) and last.name == "delegate"
-            if last.status == "error":
-                close = tool_call(
-                    "complete_todo",
-                    todoId=current.id,
-                    outcome=f"worker failed: {json.loads(str(last.content))['error']}",
-                    status="cancelled",
-                )
-            else:
-                result = json.loads(str(last.content))["result"]
-                close = tool_call("complete_todo", todoId=current.id, outcome=f"worker: {result}")
-            return ai(close, tool_call("record", note="c"))
-        return ai(tool_call("complete_todo", todoId=current.id, outcome=f"did {current.title}"))
-
-
-def worker_model() -> ScriptedChatModel:
-    return ScriptedChatModel(
-        script=[
-            ai(tool_call("add_task", title="buy groceries")),
-            AIMessage(content="Added 'buy groceries'."),
-        ]
-    )
 
 
 def supervisor_graph(

@@ -15,8 +15,8 @@ from agent.graph import build_graph
 from agent.tools.task_worker import build_task_worker
 from prompts import PROMPTS_DIR_ENV, PromptFolderError, load_prompt, shipped_names, variables
 from storage import Database
+from tests.delegating import ITEMS, DelegatingSupervisor, record, worker_model
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
-from tests.unit.test_delegation import ITEMS, DelegatingSupervisor, record, worker_model
 
 SHIPPED_PLANNING_LINE = "**Drain before answering.**"
 
@@ -180,7 +180,7 @@ def test_a_literal_dollar_is_fine_in_a_prompt_that_takes_no_variables(
 
 
 def test_docs_list_every_prompt_with_its_variables() -> None:
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "prompts.md").read_text()
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "prompts.md").read_text()
     for name in shipped_names():
         row = next((line for line in docs.splitlines() if line.startswith(f"| `{name}.md`")), "")
         assert row, f"docs/prompts.md has no row for {name}.md"

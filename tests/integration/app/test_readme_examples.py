@@ -25,7 +25,7 @@ from tests.scripted_openai import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.integration
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 README_DEV_URL = "http://127.0.0.1:2024"
 TIMEOUT = 180
 

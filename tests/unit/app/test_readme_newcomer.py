@@ -1,5 +1,5 @@
 """README and docs as a newcomer copies them: the examples marked ``<!-- example: NAME -->`` are
-whole scripts (no top-level ``await``; tests/integration/test_readme_examples.py runs them), and
+whole scripts (no top-level ``await``; tests/integration/app/test_readme_examples.py runs them), and
 every install command uses the project's own pip."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
