@@ -69,19 +69,30 @@ def split_request(body: Body) -> CallSize:
     messages: list[dict[str, Any]] = list(body.get("messages") or [])
     tools = body.get("tools") or []
     view = plan_view(messages)
-    # The plan view travels either as its own (last) message or inside the system prompt.
+    # The plan view travels as its own message, joined to a user message (after the turn's
+    # request), or inside the system prompt.
     view_message = next(
-        (i for i in (len(messages) - 1, 0) if messages and view and messages[i]["content"] == view),
+        (i for i, m in enumerate(messages) if view and m.get("content") == view), None
+    )
+    holder = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if view and view_message is None and view in str(messages[i].get("content") or "")
+        ),
         None,
     )
     system = chars(messages[0]) if messages else 0
     plan = 0
-    if view and view_message is None:
-        plan = chars(view) - 2  # the view's escaped text inside the system prompt, no quotes
-        system -= plan
+    inside = 0  # the view's share of the message that holds it, when it is not on its own
+    if holder is not None:
+        plan = inside = chars(view) - 2  # the view's escaped text in that message, no quotes
+        if holder == 0:
+            system -= inside
+            inside = 0
     elif view_message is not None:
         plan = chars(messages[view_message])
-    window = sum(chars(m) for i, m in enumerate(messages) if i not in (0, view_message))
+    window = sum(chars(m) for i, m in enumerate(messages) if i not in (0, view_message)) - inside
     total = chars(body)
     return CallSize(
         tools=chars(tools),

@@ -54,6 +54,10 @@ class ScriptedChatModel(BaseChatModel):
     responder: Responder | None = None
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tool_names: list[str] = Field(default_factory=list)
+    """The tools of the newest ``bind_tools`` call."""
+    offered_tool_names: list[str] = Field(default_factory=list)
+    """Every tool any ``bind_tools`` call offered, in the order first offered (a call binds the
+    tools of its step: the plan tools change once the turn has a plan)."""
     tool_choices: list[Any] = Field(default_factory=list)
     """``tool_choice`` of every ``bind_tools`` call, in order."""
     choices_seen: list[Any] = Field(default_factory=list)
@@ -65,6 +69,9 @@ class ScriptedChatModel(BaseChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
         self.bound_tool_names = [tool_name(t) for t in tools]
+        self.offered_tool_names.extend(
+            name for name in self.bound_tool_names if name not in self.offered_tool_names
+        )
         self.tool_choices.append(kwargs.get("tool_choice"))
         return self.bind(tool_choice=kwargs.get("tool_choice"))
 
@@ -144,45 +151,71 @@ def _content_text(message: Message) -> str:
     return "" if content is None else str(content)
 
 
+def _is_user_or_system(message: Message) -> bool:
+    return _role(message) in ("user", "human", "system")
+
+
+def _view_in(text: str) -> str:
+    """The plan view inside ``text``: from its heading to the next blank line (the view is one
+    paragraph; it may be joined to the user messages around it)."""
+    if PLAN_HEADING not in text:
+        return ""
+    return PLAN_HEADING + text.split(PLAN_HEADING, 1)[1].split("\n\n", 1)[0]
+
+
 def plan_view(messages: Sequence[Message]) -> str:
     """The plan view a model was sent, or "" when there was none: the one reader every oracle
     uses, so tests do not depend on where the prompt puts it.
 
-    ``messages`` are LangChain messages or the ``messages`` of an OpenAI request body. Only the
-    places a plan view may be are read (the last message, where it goes now, and the system
-    prompt), never the history, so an old plan in a tool result cannot pass for the current one.
+    ``messages`` are LangChain messages or the ``messages`` of an OpenAI request body. Only user
+    messages and the system prompt are read, the newest first (the view travels in a user
+    message, after the turn's request), never tool results, so an old plan in a tool result
+    cannot pass for the current one.
     """
-    places = [messages[-1], messages[0]] if messages else []
-    for message in places:
-        text = _content_text(message)
-        if PLAN_HEADING in text:
-            return PLAN_HEADING + text.split(PLAN_HEADING, 1)[1]
+    for message in reversed(messages):
+        if _is_user_or_system(message):
+            view = _view_in(_content_text(message))
+            if view:
+                return view
     return ""
 
 
 def window_of(messages: Sequence[M]) -> list[M]:
     """The history window a model was sent: its messages without the system prompt in front and
-    the plan view behind, so an oracle reading "the newest result" reads the history's.
+    the plan view, so an oracle reading "the newest result" reads the history's.
 
-    A plan view that joined the user message before it (the prompt never sends two user
-    messages in a row) is taken off that message, which is returned as the history has it."""
+    A plan view joined to a user message (the prompt never sends two user messages in a row) is
+    taken off that message, which is returned as the history has it; a message that was only
+    the view is left out."""
     start = 1 if messages and _role(messages[0]) == "system" else 0
-    if not messages or not plan_view(messages[-1:]):
-        return list(messages[start:])
-    last = messages[-1]
-    window = list(messages[start:-1])
-    if _content_text(last).split(PLAN_HEADING, 1)[0].strip():
-        window.append(_without_plan_view(last))
+    window: list[M] = []
+    for message in messages[start:]:
+        text = _content_text(message)
+        if not (_is_user_or_system(message) and _view_in(text)):
+            window.append(message)
+            continue
+        rest = _without_plan_view(message)
+        if _content_text(rest).strip():
+            window.append(rest)
     return window
 
 
 def _without_plan_view(message: M) -> M:
     """``message`` as it was before the plan view joined it (``agent.prompting.builder``)."""
     content = message.get("content") if isinstance(message, Mapping) else message.content
-    if isinstance(content, list):  # the view is the last block
-        kept: Any = content[:-1]
+    if isinstance(content, list):  # the view is a block of its own
+        kept: Any = [
+            block
+            for block in content
+            if not (isinstance(block, Mapping) and PLAN_HEADING in str(block.get("text", "")))
+        ]
     else:
-        kept = str(content).split(PLAN_HEADING, 1)[0].removesuffix("\n\n")
+        text = str(content)
+        view = _view_in(text)
+        before, after = text.split(view, 1)
+        kept = "\n\n".join(
+            part for part in (before.removesuffix("\n\n"), after.removeprefix("\n\n")) if part
+        )
     if isinstance(message, BaseMessage):
         return message.model_copy(update={"content": kept})
     return {**message, "content": kept}

@@ -7,21 +7,30 @@ here does I/O when constructed: the database connects and the model is built on 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agent.calls.catalog import RunTools, ToolCatalog
 from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context
 from agent.llm.chat_models import model_setting_of, resolve_chat_model
-from agent.prompting import compact_profile
-from agent.prompting.builder import plan_view, system_prompt
+from agent.prompting import compact_tools
+from agent.prompting.builder import (
+    Phase,
+    PromptProfile,
+    history_limit,
+    prompt_profile,
+    step_phase,
+    step_tools,
+    system_prompt,
+)
 from prompts import load_all_prompts, load_prompt
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
@@ -36,15 +45,13 @@ BOUND_LIMIT = 64
 
 @dataclass(frozen=True)
 class StepCall:
-    """What one LLM call uses, by prompt profile: the bound model and how to build its prompt."""
+    """What one LLM call uses: the model with the step's tools bound, and what
+    ``agent.prompting.builder.model_messages`` needs to build its messages."""
 
     model: ModelWithTools
+    profile: PromptProfile
     base_prompt: str
     history_limit: int
-    render_plan: Callable[..., str]
-    drop_reported: bool = True
-    """Leave out of the window the turn's steps the plan view reports (see
-    ``agent.prompting.builder.without_reported_steps``)."""
 
 
 @dataclass
@@ -79,15 +86,25 @@ class SupervisorDeps:
             await asyncio.to_thread(load_all_prompts)
             self._prompts_ready = True
 
-    def base_prompt(self, run_tools: RunTools) -> str:
-        """The system prompt for a run's tools: their sections, and only theirs."""
-        prompt = self._prompts.get(run_tools.key)
+    def base_prompt(
+        self, run_tools: RunTools, profile: PromptProfile, phase: Phase = "planning"
+    ) -> str:
+        """The system prompt of ``profile`` in ``phase`` for a run's tools: their sections, and
+        only theirs."""
+        key = (profile.name, phase, *run_tools.key)
+        prompt = self._prompts.get(key)
         if prompt is None:
             sections = [load_prompt(name) for name in run_tools.prompt_sections]
-            prompt = system_prompt(run_tools.names, sections, agent_types=self.agent_types)
+            prompt = system_prompt(
+                run_tools.names,
+                sections,
+                agent_types=self.agent_types,
+                profile=profile,
+                phase=phase,
+            )
             if len(self._prompts) >= BOUND_LIMIT:
                 self._prompts.pop(next(iter(self._prompts)))
-            self._prompts[run_tools.key] = prompt
+            self._prompts[key] = prompt
         return prompt
 
     async def chat_model(self, context: Context) -> BaseChatModel:
@@ -95,17 +112,17 @@ class SupervisorDeps:
         return await resolve_chat_model(self.model, context)
 
     async def model_with_tools(
-        self, context: Context, run_tools: RunTools, *, required_tool: str | None = None
+        self, context: Context, tools: Sequence[BaseTool], *, required_tool: str | None = None
     ) -> ModelWithTools:
-        """The run's chat model with the run's tools bound; ``required_tool`` forces that call.
+        """The run's chat model with ``tools`` bound; ``required_tool`` forces that call.
         Cached per model instance, tool selection and forced tool."""
         model = await self.chat_model(context)
         loop_bound = await self._loop_cache()
-        key = (id(model), run_tools.key, required_tool)
+        key = (id(model), tuple(tool.name for tool in tools), required_tool)
         cached = loop_bound.get(key)
         if cached is not None and cached[0] is model:
             return cached[1]
-        schemas = model_tool_schemas(run_tools.tools)
+        schemas = model_tool_schemas(tools)
         if required_tool is None:
             bound = model.bind_tools(schemas)
         else:
@@ -143,27 +160,22 @@ class SupervisorDeps:
         required_tool: str | None = None,
         request: str = "",
     ) -> StepCall:
-        """The model and prompt parts of one call under the run's prompt profile (full: every
-        tool and the whole prompt; compact: see ``agent.prompting.compact_profile``)."""
+        """The model and prompt parts of one call under the run's prompt profile
+        (``agent.prompting.builder.FULL`` or ``COMPACT``)."""
         setting = model_setting_of(self.model, context)
         run_tools = await self.catalog.for_run(context)
-        if compact_profile.prompt_profile(context, setting) == "full":
-            return StepCall(
-                model=await self.model_with_tools(context, run_tools, required_tool=required_tool),
-                base_prompt=self.base_prompt(run_tools),
-                history_limit=context.history_limit,
-                render_plan=plan_view,
+        profile = prompt_profile(context, setting)
+        if profile.tools == "by_phase":
+            tools = step_tools(run_tools.tools, rows, required_tool)
+            model = await self.model_with_tools(context, tools, required_tool=required_tool)
+        else:
+            binding = compact_tools.step_binding(
+                run_tools.tools, rows, history, required_tool, request
             )
-        binding = compact_profile.step_binding(
-            run_tools.tools, rows, history, required_tool, request
-        )
-        model = await self.chat_model(context)
+            model = compact_tools.bind_step(await self.chat_model(context), binding, rows)
         return StepCall(
-            model=compact_profile.bind_step(model, binding, rows),
-            base_prompt=compact_profile.system_prompt(binding.phase),
-            history_limit=compact_profile.history_limit(binding.phase, context.history_limit),
-            render_plan=compact_profile.plan_view,
-            # Its window was measured with the small model as it is (the current item's step
-            # and the one before); keep it until a measurement says the shorter one is better.
-            drop_reported=False,
+            model=model,
+            profile=profile,
+            base_prompt=self.base_prompt(run_tools, profile, step_phase(rows, required_tool)),
+            history_limit=history_limit(profile, context.history_limit, rows),
         )

@@ -129,8 +129,7 @@ async def model_step(
             rows=rows,
             turn_request=view.turn_request,
             turn_message_id=view.turn_message_id,
-            render_plan=step.render_plan,
-            drop_reported=step.drop_reported,
+            profile=step.profile,
             recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
         )
         response = answered = await step.model.ainvoke(prompt)

@@ -38,11 +38,11 @@ Option = Annotated[
 ]
 Options = Annotated[
     Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | SkipJsonSchema[None],
-    Field(description="Choices, if any (e.g. candidate task titles)."),
+    Field(description="Choices, if any."),
 ]
 DESCRIPTION = (
-    "Ask the user one clear question; the answer is the result, and the turn goes on. Only "
-    "when you cannot go on without them: an ambiguous request, a missing detail, their choice."
+    "Ask the user one question you cannot go on without (ambiguity, a missing detail, a "
+    "choice); the answer is the result."
 )
 """What the model reads, on every call: when to ask (the schema says how)."""
 

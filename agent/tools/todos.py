@@ -124,9 +124,7 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
 
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
-        """Plan every step of this turn in ONE call. Items run in list order, or by `order`;
-        items sharing an `order` form a stage, started together. The first is started for you
-        (`current`). One invalid item fails the whole batch."""
+        """Plan this turn's steps (same `order`: started together)."""
         scope = turn_scope(runtime)
         known = _take_rows(runtime, scope)
         plan = TurnPlan(database, scope)
@@ -139,8 +137,7 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
 
     @tool
     async def list_todo(runtime: ToolRuntimeT, status: ListFilter | None = None) -> str:
-        """List this turn's plan (default: open items). Rarely needed: the plan is shown to you
-        on every call."""
+        """List the plan (default: open items); it is shown on every call."""
         plan = TurnPlan(database, turn_scope(runtime))
         if status is None:
             statuses: list[str] | None = list(OPEN_TODO_STATUSES)
@@ -158,8 +155,7 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         runtime: ToolRuntimeT,
         status: Literal["completed", "cancelled"] = "completed",
     ) -> str:
-        """Close a plan item with its `outcome` (what was done, or why cancelled); the result
-        says what is next."""
+        """Close a plan item: `outcome` says what was done, or why it is cancelled."""
         scope = turn_scope(runtime)
         known = _take_rows(runtime, scope)
         plan = TurnPlan(database, scope)

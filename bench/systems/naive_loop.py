@@ -24,6 +24,8 @@ from typing import Any
 from bench.scenario import ACTION_TOOL, action
 from bench.systems.turnplan import TurnplanSystem
 from bench.wire import Body, Oracle, assistant_calls, tool_results
+from tests.fakes import plan_rows
+from tests.http_oracle import plan_view_of
 from tests.scripted_openai import Reply, text, tool_calls
 
 
@@ -46,15 +48,28 @@ def naive_oracle(titles: list[str]) -> Oracle:
 
     def respond(body: Body) -> Reply:
         results = tool_results(body)
-        if not assistant_calls(body):
+        rows = plan_rows(plan_view_of(body))
+        if not assistant_calls(body) and not rows:
             return tool_calls(("create_todo", {"items": [{"title": t} for t in titles]}))
-        last_name, last_content = results[-1]
+        # turnplan leaves out the plan calls its plan view reports: with none of the turn's
+        # calls in the request, the newest step created the plan or closed an item.
+        last_name, last_content = results[-1] if results else ("", "")
+        if not results and not any(row.mark == "x" for row in rows):
+            first = next(row for row in rows if row.mark == ">")
+            return tool_calls(action(first.title))
+        offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+        if not results and "list_todo" in offered:
+            return tool_calls(("list_todo", {}))
+        if not results:  # a plan of one stage: no list_todo, the view lists every open row
+            current = next((row for row in rows if row.mark == ">"), None)
+            return tool_calls(action(current.title)) if current else text("All done.")
         if last_name == "create_todo":
             first = json.loads(last_content)["created"][0]["title"]
             return tool_calls(action(first))
         if last_name == ACTION_TOOL:
             title = json.loads(last_content)["done"]
-            todo_id = _known_ids(results)[title]
+            shown = {row.title: row.id for row in rows if row.id}
+            todo_id = {**shown, **_known_ids(results)}[title]
             return tool_calls(("complete_todo", {"todoId": todo_id, "outcome": f"did {title}"}))
         if last_name == "complete_todo":
             return tool_calls(("list_todo", {}))

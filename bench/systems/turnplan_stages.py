@@ -39,8 +39,8 @@ ANSWER = "All done."
 def plan_in_request(body: Body) -> list[PlanRow]:
     """The plan as the model is shown it in ``body``.
 
-    The one place that knows where the plan view travels (today: the system prompt), so moving
-    it changes this function only."""
+    The one place that knows where the plan view travels (today: a user message after the
+    turn's request, read by ``tests.fakes.plan_view``), so moving it changes this function only."""
     return plan_rows(plan_view_of(body))
 
 

@@ -26,8 +26,13 @@ def _nodes(schema: Any) -> Iterator[dict[str, Any]]:
 async def test_the_tools_sent_have_no_null_choices_or_empty_defaults_but_keep_their_bounds(
     scripted_openai: ScriptedOpenAIServer,
 ) -> None:
-    (first, *_) = await turn_requests(2, scripted_openai)
-    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in first["tools"]}
+    # The planning call binds create_todo, the calls that work the plan complete_todo and
+    # list_todo: together they send every tool.
+    (planning, working, *_) = await turn_requests(2, scripted_openai)
+    schemas = {
+        tool["function"]["name"]: tool["function"]["parameters"]
+        for tool in [*planning["tools"], *working["tools"]]
+    }
 
     for schema in schemas.values():
         for node in _nodes(schema):

@@ -13,10 +13,9 @@ from pydantic import SecretStr
 
 from agent.context import Context
 from agent.llm.chat_models import CompatibleChatOpenAI
-from agent.prompting.builder import model_messages
-from agent.prompting.compact_profile import (
+from agent.prompting.builder import COMPACT, model_messages, prompt_profile
+from agent.prompting.compact_tools import (
     DISPATCH_TOOL,
-    prompt_profile,
     step_binding,
     unwrap_dispatch,
 )
@@ -76,7 +75,7 @@ def variants(binding: Any) -> dict[str, dict[str, Any]]:
 def test_the_embedded_model_gets_the_compact_profile_unless_told_otherwise(
     setting: str | None, choice: Any, expected: str
 ) -> None:
-    assert prompt_profile(Context(prompt_profile=choice), setting) == expected
+    assert prompt_profile(Context(prompt_profile=choice), setting).name == expected
 
 
 def test_unknown_profile_is_refused_with_the_choices() -> None:
@@ -118,7 +117,7 @@ def test_an_item_just_started_offers_the_domain_tools_with_the_users_words(
 
 
 def test_quoted_words_of_the_request_ground_an_item_that_names_them() -> None:
-    from agent.prompting.compact_profile import grounded_phrases
+    from agent.prompting.compact_tools import grounded_phrases
 
     current = row("Add 'call mom' to my tasks", "in_progress")
 
@@ -176,7 +175,7 @@ def test_one_failed_action_gets_another_try(tools: list[Any]) -> None:
 async def test_a_finished_plan_is_answered_from_its_rows_without_the_model(
     tools: list[Any],
 ) -> None:
-    from agent.prompting.compact_profile import bind_step
+    from agent.prompting.compact_tools import bind_step
 
     rows = [row("buy groceries", "completed", outcome="added 'buy groceries'")]
     binding = step_binding(tools, rows, [tool_result("complete_todo")], None, REQUEST)
@@ -223,6 +222,7 @@ def test_the_plan_goes_last_so_the_system_prompt_is_identical_across_calls() -> 
             rows=rows,
             turn_request=REQUEST,
             turn_message_id="h",
+            profile=COMPACT,
         )
 
     first, later = prompt(rows), prompt([row("buy groceries", "completed", outcome="ok")])

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from agent.prompting.builder import model_messages, without_reported_steps
+from agent.prompting.builder import COMPACT, model_messages, without_reported_steps
 from storage.models import TurnTodo
 from tests.fakes import plan_rows, plan_view, tool_call, window_of
 
@@ -69,7 +69,9 @@ def test_without_a_turn_id_nothing_is_dropped() -> None:
     assert without_reported_steps(window, None) == window
 
 
-def test_with_a_plan_the_prompt_has_the_current_step_and_the_request_once() -> None:
+def test_with_a_plan_the_prompt_has_the_request_the_plan_then_the_work_it_does_not_report() -> None:
+    """The plan view follows the request; of the step that closed item one, the close (the view
+    shows it) is left out and the work on item two stays, with its result."""
     rows = [
         TurnTodo(id="1" * 36, title="one", status="completed", outcome="ok"),
         TurnTodo(id="2" * 36, title="two", status="in_progress"),
@@ -85,8 +87,12 @@ def test_with_a_plan_the_prompt_has_the_current_step_and_the_request_once() -> N
         turn_message_id="h1",
     )
 
-    assert window_of(prompt) == [OPENING, *CLOSED_ONE]
-    assert REQUEST not in plan_view(prompt)  # the request is in the window already
+    act_two = CLOSED_ONE[0].tool_calls[1]
+    window = window_of(prompt)
+    assert window[0] == OPENING and window[2:] == [CLOSED_ONE[2]]
+    assert isinstance(window[1], AIMessage) and window[1].tool_calls == [act_two]
+    assert str(prompt[1].content) == f"{REQUEST}\n\n{plan_view(prompt)}"
+    assert REQUEST not in plan_view(prompt)  # the request is sent once, as the user wrote it
     assert [row.mark for row in plan_rows(plan_view(prompt))] == ["x", ">"]
     kept_all = model_messages(
         base_prompt="stable",
@@ -95,9 +101,9 @@ def test_with_a_plan_the_prompt_has_the_current_step_and_the_request_once() -> N
         rows=rows,
         turn_request=REQUEST,
         turn_message_id="h1",
-        drop_reported=False,
+        profile=COMPACT,  # its window was measured with the small model as it is
     )
-    assert window_of(kept_all) == history
+    assert kept_all[1:-1] == history
 
 
 def test_the_prompt_never_sends_two_user_messages_in_a_row() -> None:
@@ -117,7 +123,7 @@ def test_the_prompt_never_sends_two_user_messages_in_a_row() -> None:
 
     assert [message.type for message in prompt] == ["system", "human"]
     assert plan_rows(plan_view(prompt))
-    assert str(prompt[-1].content).startswith(f"{REQUEST}\n\n{note.content}\n\n## Current plan")
+    assert str(prompt[-1].content) == f"{REQUEST}\n\n{plan_view(prompt)}\n\n{note.content}"
     assert window_of(prompt)[-1].content == f"{REQUEST}\n\n{note.content}"
     assert OPENING.content == REQUEST and note.content == "The user approved the plan."
 

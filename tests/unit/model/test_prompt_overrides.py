@@ -18,7 +18,7 @@ from storage import Database
 from tests.delegating import ITEMS, DelegatingSupervisor, record, worker_model
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
 
-SHIPPED_PLANNING_LINE = "**Drain before answering.**"
+SHIPPED_PLANNING_LINE = "## Task planning and execution"
 
 
 def folder_with(tmp_path: Path, **files: str) -> Path:
@@ -65,7 +65,7 @@ async def test_an_overridden_prompt_with_variables_is_filled_in(
 ) -> None:
     folder = folder_with(
         tmp_path,
-        plan_view="## Current plan (Acme view: $closed/$total$legend)\n$request_line\n$items",
+        plan_view="## Current plan (Acme view; [>]: yours now)\n$request_line\n$items",
         planning="## Planning, Acme style\nPlan with create_todo.\n$agent_type_rule",
     )
     model = ScriptedChatModel(responder=PlanOracle(["a", "b"], note))
@@ -77,9 +77,12 @@ async def test_an_overridden_prompt_with_variables_is_filled_in(
 
     assert result["turnStatus"] == "answered"
     system = model.system_prompt(0)
-    assert "## Planning, Acme style\nPlan with create_todo.\nDo every item yourself" in system
+    assert (
+        "## Planning, Acme style\nPlan with create_todo.\n`agentType` is a label: do every item"
+        in system
+    )
     assert SHIPPED_PLANNING_LINE not in system
-    assert "## Current plan (Acme view: 1/2; [>]: in progress" in model.plan_view(2)
+    assert "## Current plan (Acme view; [>]: yours now)\n- [x] a" in model.plan_view(2)
 
 
 async def test_the_environment_names_the_folder_and_another_graph_keeps_its_own(

@@ -275,13 +275,13 @@ async def test_long_turn_keeps_request_and_plan_in_a_prompt_that_does_not_grow(
     assert model.calls >= 30
     prompt = model.prompts[29]
     view = plan_view(prompt)
-    assert request in view and prompt[-1].content == view  # the plan goes last
+    assert prompt[1].content == f"{request}\n\n{view}"  # the request, then the plan
     rows = plan_rows(view)
     assert len(rows) == 32 and sum(r.mark == "x" for r in rows) == 28
     window = window_of(prompt)
-    assert 0 < len(window) <= 10 and len(prompt) == 1 + len(window) + 1
+    assert 0 < len(window) <= 10 and len(prompt) == 1 + len(window)
     assert all(not isinstance(m, SystemMessage) for m in prompt[1:])
-    assert not isinstance(window[0], ToolMessage)
+    assert window[0].content == request and isinstance(window[1], AIMessage)
     size = lambda p: sum(len(str(m.content)) for m in p)  # noqa: E731
     assert size(prompt) < size(model.prompts[9]) * 1.3
 

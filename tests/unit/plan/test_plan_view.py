@@ -30,7 +30,7 @@ def test_ids_are_shown_for_the_rows_in_progress_and_next_only() -> None:
     view = plan_view(rows, "Do items 1 to 5.", show_request=True)
 
     assert view.splitlines() == [
-        "## Current plan (1 of 5 closed; [>]: in progress, work on these now)",
+        "## Current plan ([>]: work on these now)",
         'The user asked: "Do items 1 to 5."',
         "- [x] item 1 — did item 1",
         f"- [>] item 2 (id {rows[1].id}) — context: the blue one; done when: it is blue",

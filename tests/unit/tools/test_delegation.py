@@ -8,7 +8,7 @@ from contextlib import closing
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agent.context import Context
 from agent.graph import build_graph
@@ -26,7 +26,7 @@ from storage import Database
 from storage.repositories import ToolAuditRepository, TurnScope
 from storage.repositories.tasks import TaskRepository
 from tests.delegating import DONE, DelegatingSupervisor, record, worker_model
-from tests.fakes import ScriptedChatModel, ai, plan_rows, tool_call
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 from tests.tool_harness import run_tool_calls
 
 TASK_TOOLS = {"add_task", "list_tasks", "complete_task", "update_task", "delete_task"}
@@ -162,8 +162,19 @@ async def test_delegation_events_appear_in_the_custom_stream(database: Database)
 # --- prompt and wiring ------------------------------------------------------------------------
 
 
+def plan_one_close_it_answer(messages: list[BaseMessage]) -> AIMessage:
+    """Plan one item, close it, answer: the calls after the plan bind the tools to work it."""
+    rows = plan_rows(plan_view(messages))
+    if not rows:
+        return ai(tool_call("create_todo", items=[{"title": "note a"}]))
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is not None:
+        return ai(tool_call("complete_todo", todoId=current.id, outcome="noted"))
+    return AIMessage(content="hi")
+
+
 async def test_delegation_section_only_when_workers_are_registered(database: Database) -> None:
-    with_workers = ScriptedChatModel(script=[AIMessage(content="hi")])
+    with_workers = ScriptedChatModel(responder=plan_one_close_it_answer)
     await run(
         supervisor_graph(with_workers, database, [build_task_worker(worker_model(), database)])
     )
@@ -172,7 +183,7 @@ async def test_delegation_section_only_when_workers_are_registered(database: Dat
     assert "## Delegation to workers" in prompt and "- `tasks`: Manages" in prompt
     assert "`agentType` is a label" not in prompt
 
-    without = ScriptedChatModel(script=[AIMessage(content="hi")])
+    without = ScriptedChatModel(responder=plan_one_close_it_answer)
     await run(supervisor_graph(without, database, None))
     assert "delegate" not in without.bound_tool_names
     assert "## Delegation to workers" not in without.system_prompt(0)

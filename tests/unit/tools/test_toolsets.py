@@ -21,7 +21,9 @@ from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
 
 PERSONAL_TOOLS = {"add_task", "list_tasks", "complete_task", "update_task", "delete_task"}
 CONVERSATION_TOOLS = {"ListTasks", "AddTask", "CompleteTask", "UncompleteTask", "DeleteTask"}
-TODO_TOOLS = {"create_todo", "list_todo", "complete_todo", "ask_user"}
+TODO_TOOLS = {"create_todo", "complete_todo", "ask_user"}
+"""The plan tools a turn of one item is offered (``list_todo`` only for plans of several
+stages: tests/unit/test_stable_prompt_prefix.py)."""
 
 
 def adds(title: str) -> dict[str, Any]:
@@ -43,7 +45,7 @@ async def test_by_default_a_run_binds_the_personal_tasks_and_their_prompt(
 ) -> None:
     model, result = await run(database, None)
 
-    assert set(model.bound_tool_names) == TODO_TOOLS | PERSONAL_TOOLS
+    assert set(model.offered_tool_names) == TODO_TOOLS | PERSONAL_TOOLS
     assert "## Personal tasks" in model.system_prompt(0)
     assert [m["title"] for m in result["modifiedTasks"]] == ["bread"]
 
@@ -53,7 +55,7 @@ async def test_a_run_without_toolsets_binds_only_the_plan_tools_and_refuses_the_
 ) -> None:
     model, result = await run(database, [])
 
-    assert set(model.bound_tool_names) == TODO_TOOLS
+    assert set(model.offered_tool_names) == TODO_TOOLS
     assert "## Personal tasks" not in model.system_prompt(0)
     (refusal,) = [
         m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "add_task"
@@ -71,7 +73,7 @@ async def test_the_conversation_task_list_alone_has_its_tools_and_prompt_only(
 ) -> None:
     model, _ = await run(database, ["conversation_tasks"])
 
-    assert set(model.bound_tool_names) == TODO_TOOLS | CONVERSATION_TOOLS
+    assert set(model.offered_tool_names) == TODO_TOOLS | CONVERSATION_TOOLS
     prompt = model.system_prompt(0)
     assert "ListTasks" in prompt and "## Personal tasks" not in prompt
 
@@ -80,7 +82,7 @@ async def test_both_toolsets_bind_in_a_fixed_order_whatever_order_they_are_named
     database: Database,
 ) -> None:
     model, _ = await run(database, ["conversation_tasks", "personal_tasks"])
-    names = model.bound_tool_names
+    names = model.offered_tool_names
     assert set(names) == TODO_TOOLS | PERSONAL_TOOLS | CONVERSATION_TOOLS
     assert names.index("add_task") < names.index("AddTask")
 

@@ -1,4 +1,7 @@
-"""The compact prompt profile: what one LLM call sends when the model is a small local one.
+"""The compact profile's tools: what one LLM call may call when the model is a small local one.
+
+The profile itself (its system prompt, plan view and history, as data) is
+``agent.prompting.builder.COMPACT``; this module binds each step's tools.
 
 Why: the full profile (the whole system prompt and every tool schema on every call) is about
 2,000 prompt tokens, which the embedded Gemma 3 270M reads at 100-200 tokens/s on two CPU
@@ -49,19 +52,9 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agent.context import Context
 from agent.tool_names import ASK_USER, TODO_TOOL_NAMES
 from agent.turn.outcome import plan_complete_message
-from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
-
-PromptProfile = Literal["full", "compact"]
-
-COMPACT_MODELS = frozenset({"local"})
-"""Model settings that get the compact profile when ``Context.prompt_profile`` is ``auto``."""
-
-COMPACT_HISTORY_LIMIT = 4
-"""Messages of history per call: the current item's action and result, and its lead-in."""
 
 MAX_STRING_LENGTH = 120
 """Cap on every free string argument in a compact schema (titles, outcomes, identifiers)."""
@@ -83,17 +76,6 @@ _QUOTED = re.compile(
     "'([^']{1,120})'|\"([^\"]{1,120})\"|\u2018([^\u2019]{1,120})\u2019|\u201c([^\u201d]{1,120})\u201d"
 )
 """Phrases the user quoted, with straight or curly quotes."""
-
-
-def prompt_profile(context: Context, model_setting: str | None) -> PromptProfile:
-    """The profile for a run: the context's choice, else compact for the embedded model.
-
-    ``model_setting`` is the resolved setting string (``"local"``, ``"openai:..."``), or None
-    when the graph was built with a chat model instance (then only an explicit choice counts).
-    """
-    if context.prompt_profile != "auto":
-        return context.prompt_profile
-    return "compact" if model_setting in COMPACT_MODELS else "full"
 
 
 def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -368,35 +350,3 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
     if binding.tool_choice == DISPATCH_TOOL:
         return bound | RunnableLambda(unwrap_dispatch)
     return bound
-
-
-def history_limit(phase: Phase, configured: int) -> int:
-    """Messages of history for the step. The answer sees none: the plan view lists what was
-    done, and a small model shown the tool-call history imitated it instead of answering."""
-    return 0 if phase == "answer" else min(configured, COMPACT_HISTORY_LIMIT)
-
-
-def system_prompt(phase: Phase) -> str:
-    """The compact system prompt (the same for every phase, so llama.cpp reuses its tokens)."""
-    return load_prompt("compact_supervisor")
-
-
-_MARKS = {"completed": "done", "cancelled": "cancelled", "in_progress": "now", "pending": "next"}
-
-
-def plan_view(rows: Sequence[TurnTodo], request: str, *, show_request: bool) -> str:
-    """The plan without ids or details: a small model needs the titles and which one is now."""
-    lines = []
-    for row in rows:
-        line = f"- {_MARKS.get(row.status, row.status)}: {row.title}"
-        if row.status in ("completed", "cancelled") and row.outcome:
-            line += f" ({' '.join(row.outcome.split())[:60]})"
-        lines.append(line)
-    closed = sum(1 for row in rows if row.status in ("completed", "cancelled"))
-    return render_prompt(
-        "compact_plan_view",
-        closed=closed,
-        total=len(rows),
-        items="\n".join(lines),
-        request_line=f'The user asked: "{request}"' if show_request else "",
-    ).strip()
