@@ -21,22 +21,23 @@ import logging
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
-from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from agent.calls.catalog import ToolCatalog
-from agent.calls.gate import MessageGate, take_fresh_message
+from agent.calls.gate import NOT_FRESH, MessageGate, is_fresh
 from agent.calls.ordering import (
     Execute,
+    OrderedToolNode,
     ToolResult,
-    build_tools_node,
     call_position,
     message_memo,
     request_messages,
+    with_state_update,
 )
 from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
@@ -46,7 +47,7 @@ from agent.turn.call_ledger import CallAlreadyRecorded, RecordBatch, recorded_re
 from agent.turn.identity import call_record_id, issuing_message, message_text
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
-from agent.turn.rows_handoff import hand_over, take_handed
+from agent.turn.rows_handoff import HANDED_ROWS, HandedRows, StepRows, step_rows, with_step_rows
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -122,7 +123,8 @@ async def _with_plan_snapshot(
     """The result of the message's last plan change, whatever became of it (done, failed,
     replayed from the ledger), with the plan snapshot as the message's plan changes left the
     rows; any other result as it is. The rows are the ones the last writing call handed over
-    (``agent.turn.rows_handoff``), else read: a replay or a failure hands nothing over."""
+    (``agent.turn.rows_handoff.StepRows``), else read: a replay or a failure hands nothing
+    over."""
     if issuer is None or not isinstance(result, ToolMessage):
         return result
     changes = [
@@ -136,7 +138,8 @@ async def _with_plan_snapshot(
     state = request.state
     values = state if isinstance(state, dict) else vars(state)
     scope, step = _scope(request)
-    handed = take_handed(values.get("todos"), scope, step)
+    carried = step_rows(request.runtime.config if request.runtime is not None else None)
+    handed = carried.take(values.get("todos"), scope, step) if carried is not None else None
     if handed is not None:
         rows = handed.rows
     else:
@@ -145,7 +148,8 @@ async def _with_plan_snapshot(
         except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
             return result
     todos = [row.to_dict() for row in rows]
-    hand_over(todos, scope, step, rows, shown=True)  # the next step finds them under it
+    if carried is not None:  # the next step finds them under the snapshot
+        carried.hand(todos, scope, step, rows, shown=True)
     return Command(update={"messages": [result], "todos": todos})
 
 
@@ -173,7 +177,7 @@ def _message_gate(
             call_record_id(message_id, call.get("id") or "")
             for call in (issuer.tool_calls if issuer is not None else [])
         )
-        fresh = issuer is not None and take_fresh_message(issuer, scope, step)
+        fresh = issuer is not None and is_fresh(request.state, issuer, scope, step)
         identity = identity_of(get_config(), saved)
         gate = memo[GATE_MEMO] = MessageGate(
             database, scope, step, record_ids, fresh, catch_up_to, identity
@@ -190,9 +194,22 @@ def _record_batch(database: Database) -> RecordBatch:
     return batch
 
 
+class SupervisorToolNode(OrderedToolNode):
+    """The ordered tools node of the supervisor: each run carries the rows the step before
+    handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
+    leave; after it, no message is fresh (``agent.calls.gate``)."""
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        values = input if isinstance(input, dict) else vars(input)
+        handed = values.get(HANDED_ROWS)
+        carried = StepRows(handed if isinstance(handed, HandedRows) else None)
+        output = await super().ainvoke(input, with_step_rows(config, carried), **kwargs)
+        return with_state_update(output, {**carried.update(), **NOT_FRESH})
+
+
 def build_supervisor_tools_node(
     catalog: ToolCatalog, database: Database, saved: BaseCheckpointSaver[Any] | None = None
-) -> ToolNode:
+) -> SupervisorToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log."""
 
@@ -249,4 +266,4 @@ def build_supervisor_tools_node(
                 )
         return await _with_plan_snapshot(database, request, issuer, result)
 
-    return build_tools_node(catalog.static_tools, inner=supervised)
+    return SupervisorToolNode(catalog.static_tools, inner=supervised)
