@@ -43,8 +43,13 @@ from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
-from agent.turn.call_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
-from agent.turn.identity import call_record_id, issuing_message, message_text
+from agent.turn.call_ledger import (
+    CallAlreadyRecorded,
+    RecordBatch,
+    record_result,
+    recorded_results,
+)
+from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import HANDED_ROWS, HandedRows, StepRows, step_rows, with_step_rows
@@ -252,7 +257,7 @@ def build_supervisor_tools_node(
             and not catalog.records_itself(name)
         ):
             key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-            await _record_batch(database).record(key, message_text(result))
+            await record_result(_record_batch(database), key, result)
         if isinstance(result, ToolMessage) and result.status == "error":
             code = error_code_of(result.content)
             if code in OPERATOR_FAULTS:
