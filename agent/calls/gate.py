@@ -25,7 +25,7 @@ there, and reads.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,9 +68,7 @@ def is_fresh(state: object, message: AIMessage, scope: TurnScope, step: int) -> 
     """Whether ``message`` is, as this very object, what the model step that claimed ``step`` of
     ``scope`` in this run just wrote."""
     fresh = (
-        state.get(FRESH_MESSAGE)
-        if isinstance(state, Mapping)
-        else getattr(state, FRESH_MESSAGE, None)
+        state.get(FRESH_MESSAGE) if isinstance(state, dict) else getattr(state, FRESH_MESSAGE, None)
     )
     return (
         isinstance(fresh, FreshMessage)

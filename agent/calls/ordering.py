@@ -31,7 +31,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
@@ -296,10 +295,26 @@ class OrderedToolNode(ToolNode):
             list(tools), name=name, handle_tool_errors=tool_error_content, awrap_tool_call=wrap
         )
 
+    def begin_step(self, input: Any) -> dict[str, Any]:
+        """What a run of the node carries to its calls in their config, besides its
+        ``ToolsStep``, by ``configurable`` key (a subclass adds its own)."""
+        return {}
+
+    def end_step(self, carried: Mapping[str, Any]) -> dict[str, Any]:
+        """The state update a run of the node adds once its calls are done, from what it
+        carried (a subclass's own)."""
+        return {}
+
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the calls of the input's last AI message with a ``ToolsStep`` of their own."""
-        step_config = merge_configs(config, {"configurable": {TOOLS_STEP: ToolsStep()}})
-        return await super().ainvoke(input, step_config, **kwargs)
+        carried = {TOOLS_STEP: ToolsStep(), **self.begin_step(input)}
+        given = config or {}
+        step_config: RunnableConfig = {
+            **given,
+            "configurable": {**(given.get("configurable") or {}), **carried},
+        }
+        output = await super().ainvoke(input, step_config, **kwargs)
+        return with_state_update(output, self.end_step(carried))
 
 
 def build_tools_node(

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
@@ -37,7 +37,6 @@ from agent.calls.ordering import (
     call_position,
     message_memo,
     request_messages,
-    with_state_update,
 )
 from agent.context import Context
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
@@ -52,7 +51,7 @@ from agent.turn.call_ledger import (
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
-from agent.turn.rows_handoff import HANDED_ROWS, HandedRows, StepRows, step_rows, with_step_rows
+from agent.turn.rows_handoff import HANDED_ROWS, STEP_ROWS, HandedRows, StepRows, step_rows
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import ToolCallKey, TurnScope
@@ -204,12 +203,13 @@ class SupervisorToolNode(OrderedToolNode):
     handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
     leave; after it, no message is fresh (``agent.calls.gate``)."""
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        values = input if isinstance(input, dict) else vars(input)
-        handed = values.get(HANDED_ROWS)
-        carried = StepRows(handed if isinstance(handed, HandedRows) else None)
-        output = await super().ainvoke(input, with_step_rows(config, carried), **kwargs)
-        return with_state_update(output, {**carried.update(), **NOT_FRESH})
+    def begin_step(self, input: Any) -> dict[str, Any]:
+        handed = input.get(HANDED_ROWS) if isinstance(input, dict) else getattr(input, HANDED_ROWS)
+        return {STEP_ROWS: StepRows(handed if isinstance(handed, HandedRows) else None)}
+
+    def end_step(self, carried: Mapping[str, Any]) -> dict[str, Any]:
+        rows = carried[STEP_ROWS]
+        return {**rows.update(), **NOT_FRESH} if isinstance(rows, StepRows) else dict(NOT_FRESH)
 
 
 def build_supervisor_tools_node(

@@ -32,9 +32,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
-
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -82,9 +79,7 @@ def hand_over(
 
 
 def _state_field(state: object, key: str) -> Any:
-    if isinstance(state, Mapping):
-        return state.get(key)
-    return getattr(state, key, None)
+    return state.get(key) if isinstance(state, dict) else getattr(state, key, None)
 
 
 def take_handed(state: object, scope: TurnScope, step: int) -> HandedRows | None:
@@ -133,11 +128,6 @@ class StepRows:
     def update(self) -> dict[str, Any]:
         """The tools step's state update: what its calls leave to the next step."""
         return {HANDED_ROWS: self.handed}
-
-
-def with_step_rows(config: RunnableConfig | None, rows: StepRows) -> RunnableConfig:
-    """``config`` carrying ``rows`` to the calls of a tools step."""
-    return merge_configs(config, {"configurable": {STEP_ROWS: rows}})
 
 
 def step_rows(config: Mapping[str, Any] | None) -> StepRows | None:

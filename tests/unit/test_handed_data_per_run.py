@@ -9,8 +9,9 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -191,3 +192,49 @@ async def test_a_run_resumed_from_a_checkpoint_reads_what_a_straight_run_was_han
         assert [todo["status"] for todo in state["todos"]] == ["completed", "completed"]
     assert resumed_reads["tool_results"] == straight_reads["tool_results"] + 1
     assert resumed_reads["turn_todos"] > straight_reads["turn_todos"]
+
+
+async def _reads_as_a_subgraph(tmp_path: Path, n: int) -> int:
+    """SELECTs of an n-item turn run by turnplan's graph as the node of a parent graph whose
+    state is a plain messages state (the parent holds the checkpointer)."""
+    titles = titles_for(n)
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / f'nested-{n}.db'}")
+    await database.create_schema()
+    turnplan = build_graph(
+        InstantChatModel(oracle=HttpPlanOracle(titles, action)),
+        tools=[ActionLog().tool()],
+        database=database,
+        include_default_tools=False,
+    )
+    parent = StateGraph(MessagesState, context_schema=Context)
+    parent.add_node("turnplan", turnplan)
+    parent.add_edge(START, "turnplan")
+    parent.add_edge("turnplan", END)
+    graph = parent.compile(checkpointer=InMemorySaver())
+    selects: list[str] = []
+
+    def note(*args: object) -> None:
+        if str(args[2]).lstrip().upper().startswith("SELECT"):
+            selects.append(str(args[2]))
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        state = await graph.ainvoke(
+            {"messages": [HumanMessage(content=request_for(titles))]},
+            {"configurable": {"thread_id": f"nested-{n}"}, "recursion_limit": 500},
+            context=Context(max_iterations=500),
+        )
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+        await database.dispose()
+    assert isinstance(state["messages"][-1], AIMessage)
+    assert not state["messages"][-1].tool_calls
+    return len(selects)
+
+
+async def test_inside_a_parent_graph_each_step_still_takes_what_the_step_before_handed_over(
+    tmp_path: Path,
+) -> None:
+    """The hand-overs live in the subgraph's own state and its calls' config: a longer plan
+    makes no further reads there either."""
+    assert await _reads_as_a_subgraph(tmp_path, 3) == await _reads_as_a_subgraph(tmp_path, 9)
