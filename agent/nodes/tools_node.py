@@ -204,7 +204,9 @@ class SupervisorToolNode(OrderedToolNode):
     leave; after it, no message is fresh (``agent.calls.gate``)."""
 
     def begin_step(self, input: Any) -> dict[str, Any]:
-        handed = input.get(HANDED_ROWS) if isinstance(input, dict) else getattr(input, HANDED_ROWS)
+        handed = (
+            input.get(HANDED_ROWS) if isinstance(input, dict) else getattr(input, HANDED_ROWS, None)
+        )
         return {STEP_ROWS: StepRows(handed if isinstance(handed, HandedRows) else None)}
 
     def end_step(self, carried: Mapping[str, Any]) -> dict[str, Any]:
