@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
 
 TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
@@ -99,6 +100,19 @@ class SupervisorState(InputState):
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
     UI can refresh."""
+
+    # What one step of a run hands to the next so the next need not read the database. These
+    # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
+    # (a resume, a Studio replay, a fork) has neither, reads, and so never trusts them. Neither
+    # is input nor output.
+
+    handedRows: Annotated[object, UntrackedValue] = None
+    """The turn's rows as the step before left them, with the ``todos`` list they go with
+    (``agent.turn.rows_handoff.HandedRows``)."""
+
+    freshMessage: Annotated[object, UntrackedValue] = None
+    """The AI message the model step before just wrote, at the step it claimed: its calls need
+    no gate read (``agent.calls.gate.FreshMessage``)."""
 
 
 @dataclass(kw_only=True)

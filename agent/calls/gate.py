@@ -12,20 +12,22 @@ calls the same run makes in between, and those never record a result another cal
 message is looking for, except a call id the model repeats within one message: that one is
 read again, on its own, when it runs.
 
-A message the model step of this same run has just written (``note_fresh_message``) needs no
-read at all: that step claimed the turn's step in the database right before its model call, so
-the turn was at this step, and nothing can have recorded a result for calls that did not exist
-until the model answered. Only the in-memory object the step returned counts, once: a tools step
-run again (after a crash, a cancel, an interrupt, or from a checkpoint in Studio) works on a
-message loaded from a checkpoint, and reads.
+A message the model step of this same run has just written needs no read at all: that step
+claimed the turn's step in the database right before its model call, so the turn was at this
+step, and nothing can have recorded a result for calls that did not exist until the model
+answered. The model step says so in the state, under ``freshMessage`` (``fresh_message``), a
+channel LangGraph never checkpoints, holding that very message object; the tools step that runs
+its calls takes it once and clears it. A tools step run again (after a crash, a cancel, an
+interrupt, or from a checkpoint in Studio) starts a new run from a checkpoint, finds nothing
+there, and reads.
 """
 
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import AIMessage
 from sqlalchemy.exc import SQLAlchemyError
@@ -36,31 +38,43 @@ from agent.turn.lineage import RunIdentity, check_current
 from storage import Database
 from storage.repositories import TurnScope
 
-_fresh: dict[int, tuple[weakref.ref[AIMessage], TurnScope, int]] = {}
-"""Messages just written by a model step that had claimed ``(scope, step)``, by ``id()``: a
-message is not hashable, and the entry goes when the message does."""
+FRESH_MESSAGE = "freshMessage"
+"""The state key of the message a model step of this run just wrote (never checkpointed)."""
 
 
-def note_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> None:
-    """``message`` was just written by the model step that claimed ``step`` of the turn in this
-    run; the tools step that runs its calls next may skip the gate's read (module docstring)."""
-    if not message.tool_calls:
-        return
-    key = id(message)
+@dataclass(frozen=True, eq=False)
+class FreshMessage:
+    """``message`` was just written by the model step that had claimed ``step`` of ``scope``."""
 
-    def forget(reference: weakref.ref[AIMessage]) -> None:
-        entry = _fresh.get(key)
-        if entry is not None and entry[0] is reference:
-            del _fresh[key]
-
-    _fresh[key] = (weakref.ref(message, forget), scope, step)
+    message: AIMessage
+    scope: TurnScope
+    step: int
 
 
-def take_fresh_message(message: AIMessage, scope: TurnScope, step: int) -> bool:
+NOT_FRESH: dict[str, Any] = {FRESH_MESSAGE: None}
+"""The update of a step after which no message is fresh (the tools step, once it has run)."""
+
+
+def fresh_message(message: AIMessage, scope: TurnScope, step: int | None) -> dict[str, Any]:
+    """The state update of a model step that just wrote ``message`` at ``step`` it claimed in
+    this run (None: it claimed none): the tools step that runs its calls next may skip the
+    gate's read (module docstring)."""
+    if step is None or not message.tool_calls:
+        return NOT_FRESH
+    return {FRESH_MESSAGE: FreshMessage(message, scope, step)}
+
+
+def is_fresh(state: object, message: AIMessage, scope: TurnScope, step: int) -> bool:
     """Whether ``message`` is, as this very object, what the model step that claimed ``step`` of
-    ``scope`` just wrote; true once at most."""
-    entry = _fresh.pop(id(message), None)
-    return entry is not None and entry[0]() is message and entry[1:] == (scope, step)
+    ``scope`` in this run just wrote."""
+    fresh = (
+        state.get(FRESH_MESSAGE) if isinstance(state, dict) else getattr(state, FRESH_MESSAGE, None)
+    )
+    return (
+        isinstance(fresh, FreshMessage)
+        and fresh.message is message
+        and (fresh.scope, fresh.step) == (scope, step)
+    )
 
 
 async def recorded_if_current(
@@ -93,8 +107,7 @@ class MessageGate:
     record_ids: frozenset[str]
     """The record ids of the message's calls (``agent.turn.identity.call_record_id``)."""
     fresh: bool = False
-    """The message was just written by this run's model step (``take_fresh_message``): nothing
-    to read."""
+    """The message was just written by this run's model step (``is_fresh``): nothing to read."""
     catch_up_to: int = 0
     """The state's ``catchUpTo``: the run is catching up with its own steps, not a fork."""
     identity: RunIdentity | None = None

@@ -15,20 +15,22 @@ Shared by the supervisor (``agent.nodes.tools_node`` adds its turn check) and th
   other free calls, at most ``Context.max_parallel_tools`` at a time: the twenty actions of a
   stage, or three delegations, take about as long as the slowest of them.
 
-Results come back in call order (``ToolNode`` gathers them so). The bookkeeping is keyed by the AI
-message and the node's input, so separate threads served by one process still run side by side.
+Results come back in call order (``ToolNode`` gathers them so). The bookkeeping belongs to one run
+of the node (a ``ToolsStep``, made when the node starts and carried to each of its calls in the
+call's config, ``RunnableConfig["configurable"]``): separate threads served by one process, or
+the same thread resumed, each have their own, and nothing outlives the step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
@@ -36,7 +38,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from agent.calls.safe_input import unstorable_arguments, unstorable_failure
-from agent.context import Context
+from agent.context import Context, ContextDefaults, run_settings
 from agent.errors import tool_error_content
 from agent.tool_names import IN_ORDER_METADATA, ORDERED_TOOL_NAMES
 from agent.turn.identity import issuing_message
@@ -90,21 +92,26 @@ class _MessageCalls:
             if self.in_order[index] or self.in_order[earlier]:
                 await self.finished[earlier].wait()
 
-    @property
-    def all_finished(self) -> bool:
-        return all(event.is_set() for event in self.finished)
+
+TOOLS_STEP = "turnplan_tools_step"
+"""The ``configurable`` key under which a run of an ``OrderedToolNode`` hands its ``ToolsStep`` to
+each of its calls."""
 
 
-_calls_by_state: weakref.WeakKeyDictionary[object, dict[str, _MessageCalls]] = (
-    weakref.WeakKeyDictionary()
-)
-"""The bookkeeping of each node input (the graph state a tools step runs on), by AI message: it
-lives as long as that input, so a call that finishes before its neighbours start (an answer
-already in the state) leaves its mark for them."""
+@dataclass(eq=False)
+class ToolsStep:
+    """One run of a tools node: the bookkeeping of the calls of each AI message it runs (one, in
+    a graph), made by the first call of the message to arrive. It lives as long as the run of the
+    node, so a call that finishes before its neighbours start (an answer already in the state)
+    leaves its mark for them."""
 
-_calls_by_state_id: dict[tuple[int, str], tuple[object, _MessageCalls]] = {}
-"""The same for a state that cannot be weakly referenced (a plain dict): held, with the state so
-its id is not reused, until every call of the message has finished."""
+    messages: dict[str, _MessageCalls] = field(default_factory=dict)
+
+
+def tools_step(config: Mapping[str, Any] | None) -> ToolsStep | None:
+    """The ``ToolsStep`` a tool call's config carries (None outside an ``OrderedToolNode``)."""
+    step = ((config or {}).get("configurable") or {}).get(TOOLS_STEP)
+    return step if isinstance(step, ToolsStep) else None
 
 
 _running_message: contextvars.ContextVar[_MessageCalls | None] = contextvars.ContextVar(
@@ -166,41 +173,30 @@ def _message_calls(
     request: ToolCallRequest, tools_by_name: dict[str, BaseTool], limit: int
 ) -> _MessageCalls:
     """The bookkeeping of the message that issued this call, made by its first call to arrive."""
+    step = tools_step(request.runtime.config if request.runtime is not None else None)
+    if step is None:
+        raise RuntimeError(
+            "Ordered tool calls run inside an OrderedToolNode (build_tools_node), which gives "
+            "each run of the node its own bookkeeping; this call came without one."
+        )
     call_id = request.tool_call.get("id") or ""
     issuer = issuing_message(request_messages(request), call_id)
-    key = call_id if issuer is None else f"{issuer.id or id(issuer)}"
-    state = request.state
-    try:
-        by_message = _calls_by_state.setdefault(state, {})
-    except TypeError:
-        by_message = None
-    existing = (
-        by_message.get(key)
-        if by_message is not None
-        else _calls_by_state_id.get((id(state), key), (None, None))[1]
-    )
+    if issuer is None:
+        key = f"call:{call_id}"
+    else:  # a message in a graph's state has an id (``add_messages`` gives it one)
+        key = issuer.id or "calls:" + "\x1f".join(
+            call.get("id") or "" for call in issuer.tool_calls
+        )
+    existing = step.messages.get(key)
     if existing is not None:
         return existing
     tool_calls = issuer.tool_calls if issuer is not None else [request.tool_call]
-    calls = _MessageCalls(
+    calls = step.messages[key] = _MessageCalls(
         call_ids=[call.get("id") or "" for call in tool_calls],
         in_order=[_tool_in_order(call["name"], tools_by_name) for call in tool_calls],
         slots=asyncio.Semaphore(max(1, limit)),
     )
-    if by_message is not None:
-        by_message[key] = calls
-    else:
-        _calls_by_state_id[(id(state), key)] = (state, calls)
     return calls
-
-
-def _forget_when_done(calls: _MessageCalls) -> None:
-    """Drop the held bookkeeping of a plain-dict state once every call has finished."""
-    if not calls.all_finished:
-        return
-    for key, (_, held) in list(_calls_by_state_id.items()):
-        if held is calls:
-            del _calls_by_state_id[key]
 
 
 async def run_in_call_order(
@@ -229,7 +225,6 @@ async def run_in_call_order(
             return await _run_call(request, execute, inner, calls, index)
     finally:
         calls.finished[index].set()
-        _forget_when_done(calls)
 
 
 async def _run_call(
@@ -261,38 +256,89 @@ async def _run_call(
         _running_message.reset(token)
 
 
-def parallel_limit(request: ToolCallRequest) -> int:
-    """How many free calls of one message may run at once: the run's ``max_parallel_tools``."""
+def parallel_limit(request: ToolCallRequest, defaults: ContextDefaults | None = None) -> int:
+    """How many free calls of one message may run at once: the run's ``max_parallel_tools``
+    (``agent.context.run_settings``: inside a user's graph, the graph's defaults and turnplan's
+    keys of the parent's context)."""
     context = request.runtime.context if request.runtime is not None else None
-    if isinstance(context, Context):
-        return context.max_parallel_tools
-    return DEFAULT_PARALLEL_TOOLS
+    return run_settings(context, defaults).max_parallel_tools
+
+
+def with_state_update(output: Any, update: Mapping[str, Any]) -> Any:
+    """A ``ToolNode``'s output with ``update`` added to the state update it makes: its output is
+    either one update (``{"messages": [...]}``) or a list of updates and ``Command``s, which
+    LangGraph applies in turn."""
+    if not update:
+        return output
+    if isinstance(output, dict):
+        return {**output, **update}
+    if isinstance(output, list):
+        return [*output, dict(update)]
+    return [output, dict(update)]
+
+
+class OrderedToolNode(ToolNode):
+    """LangGraph's ``ToolNode``, running the calls of one AI message in the order the module
+    docstring gives; each run of the node carries a fresh ``ToolsStep`` to its calls."""
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool],
+        *,
+        name: str = "tools",
+        inner: Wrapper | None = None,
+        defaults: ContextDefaults | None = None,
+    ) -> None:
+        tools_by_name = {tool.name: tool for tool in tools}
+
+        async def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
+            limit = parallel_limit(request, defaults)
+            return await run_in_call_order(
+                request, execute, inner, tools_by_name=tools_by_name, limit=limit
+            )
+
+        super().__init__(
+            list(tools), name=name, handle_tool_errors=tool_error_content, awrap_tool_call=wrap
+        )
+
+    def begin_step(self, input: Any) -> dict[str, Any]:
+        """What a run of the node carries to its calls in their config, besides its
+        ``ToolsStep``, by ``configurable`` key (a subclass adds its own)."""
+        return {}
+
+    def end_step(self, carried: Mapping[str, Any]) -> dict[str, Any]:
+        """The state update a run of the node adds once its calls are done, from what it
+        carried (a subclass's own)."""
+        return {}
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Run the calls of the input's last AI message with a ``ToolsStep`` of their own."""
+        carried = {TOOLS_STEP: ToolsStep(), **self.begin_step(input)}
+        given = config or {}
+        step_config: RunnableConfig = {
+            **given,
+            "configurable": {**(given.get("configurable") or {}), **carried},
+        }
+        output = await super().ainvoke(input, step_config, **kwargs)
+        return with_state_update(output, self.end_step(carried))
 
 
 def build_tools_node(
     tools: Sequence[BaseTool], *, name: str = "tools", inner: Wrapper | None = None
-) -> ToolNode:
+) -> OrderedToolNode:
     """A tools node whose recoverable errors reach the model as error ``ToolMessage``s;
     ``inner`` wraps each call inside the ordering."""
-    tools_by_name = {tool.name: tool for tool in tools}
-
-    async def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
-        return await run_in_call_order(
-            request, execute, inner, tools_by_name=tools_by_name, limit=parallel_limit(request)
-        )
-
-    return ToolNode(
-        list(tools),
-        name=name,
-        handle_tool_errors=tool_error_content,
-        awrap_tool_call=wrap,
-    )
+    return OrderedToolNode(tools, name=name, inner=inner)
 
 
 __all__ = [
     "IN_ORDER_METADATA",
+    "OrderedToolNode",
+    "ToolsStep",
     "build_tools_node",
     "call_position",
     "message_memo",
     "run_in_call_order",
+    "tools_step",
+    "with_state_update",
 ]

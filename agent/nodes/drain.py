@@ -41,7 +41,7 @@ from agent.turn.outcome import (
     stalled_message,
 )
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
-from agent.turn.rows_handoff import hand_over, take_over
+from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -73,7 +73,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         await deps.prepare()
         approval: dict[str, Any] = {}
         scope = TurnScope(state.conversationId, state.turnId)
-        known = take_over(state.todos, scope, state.turnStep)
+        known = take_over(state, scope, state.turnStep)
         try:
             asking = state.approvePlan and not state.planApproved
             behind = asking and await moved_on(
@@ -104,10 +104,12 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
         todos = [row.to_dict() for row in rows]
+        handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
-            hand_over(todos, claim.scope, claim.step, rows, shown=True)
+            handed = hand_over(todos, claim.scope, claim.step, rows, shown=True)
         return {
             **claim.update(),
+            **handed,
             "todos": todos,
             "toolErrors": operator_faults(state.messages, state.turnMessageId),
             **approval,

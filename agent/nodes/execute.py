@@ -32,7 +32,7 @@ from agent.state import SupervisorState
 from agent.turn.budget import budget_after_round
 from agent.turn.lineage import claim_next_step
 from agent.turn.plan_rows import count_rows
-from agent.turn.rows_handoff import hand_over, take_handed
+from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
 from storage.repositories import TurnScope
 
 
@@ -47,7 +47,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
     async def execute(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         scope = TurnScope(state.conversationId, state.turnId)
-        handed = take_handed(state.todos, scope, state.turnStep)
+        handed = take_handed(state, scope, state.turnStep)
         known = handed.rows if handed is not None else None
         try:
             claim = await claim_next_step(
@@ -55,7 +55,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             )
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
-        update = claim.update()
+        update = {**claim.update(), **NOTHING_HANDED}
         todos = state.todos
         shown = handed is not None and handed.shown and claim.forked_from is None
         tools_ran = after_tool_round(state.messages)
@@ -82,11 +82,11 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             if state.llmCalls >= budget:
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
-                hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown)
+                update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
                 return update
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).
-            hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown)
+            update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
         view = TurnView(
             scope=claim.scope,
             llm_calls=state.llmCalls,

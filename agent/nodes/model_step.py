@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.errors import GraphBubbleUp
 
-from agent.calls.gate import note_fresh_message
+from agent.calls.gate import NOT_FRESH, fresh_message
 from agent.calls.safe_input import quarantine_unstorable_calls
 from agent.context import Context
 from agent.errors import ToolFailure
@@ -29,6 +29,7 @@ from agent.turn.answer_ledger import record_answer, recorded_answer
 from agent.turn.call_ledger import recorded_results
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan
+from agent.turn.rows_handoff import NOTHING_HANDED
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -49,7 +50,7 @@ class TurnView:
     claimed_step: int | None = None
     """The turn's step the caller claimed in this run right before the call (``plan`` and
     ``execute`` do); the answer's tool calls then skip the call gate's read
-    (``agent.calls.gate.note_fresh_message``)."""
+    (``agent.calls.gate.fresh_message``)."""
     retaken: bool = False
     """The step is one this run took before (``TurnClaim.retaken``): the answer it got then, if
     recorded, is the answer now (``agent.turn.answer_ledger``)."""
@@ -70,7 +71,8 @@ def end_turn_with_failure(
     """The update that ends the turn with a message saying what failed and where the plan
     stands (``turnStatus`` ``failed`` routes to the end)."""
     message = AIMessage(content=turn_failed_message(reason, rows))
-    return {**(update or {}), "messages": [message], "turnStatus": "failed"}
+    ended = {**NOTHING_HANDED, **NOT_FRESH, "messages": [message], "turnStatus": "failed"}
+    return {**(update or {}), **ended}
 
 
 async def model_step(
@@ -163,8 +165,7 @@ def _with_answer(
     refused) counted against the budget."""
     repairs = invalid_tool_call_messages(response)
     response, refusals = quarantine_unstorable_calls(response)
-    if fresh and view.claimed_step is not None:
-        note_fresh_message(response, view.scope, view.claimed_step)
+    update.update(fresh_message(response, view.scope, view.claimed_step) if fresh else NOT_FRESH)
     update["messages"] = [response, *repairs, *refusals]
     update["llmCalls"] = view.llm_calls + 1
     return update

@@ -140,7 +140,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         turn_start.update(claim.update())
         if claim.rows is not None:
             # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
-            hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
+            handed = hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
+            turn_start.update(handed)
         view = TurnView(
             scope=claim.scope,
             llm_calls=0,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -25,16 +26,16 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
-from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from agent.calls.catalog import ToolCatalog
-from agent.calls.gate import MessageGate, take_fresh_message
+from agent.calls.gate import NOT_FRESH, MessageGate, is_fresh
 from agent.calls.ordering import (
     Execute,
+    OrderedToolNode,
     ToolResult,
-    build_tools_node,
     call_position,
     message_memo,
     request_messages,
@@ -43,11 +44,16 @@ from agent.context import ContextDefaults, run_settings
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
-from agent.turn.call_ledger import CallAlreadyRecorded, RecordBatch, recorded_results
-from agent.turn.identity import call_record_id, issuing_message, message_text
+from agent.turn.call_ledger import (
+    CallAlreadyRecorded,
+    RecordBatch,
+    record_result,
+    recorded_results,
+)
+from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
-from agent.turn.rows_handoff import hand_over, take_handed
+from agent.turn.rows_handoff import HANDED_ROWS, STEP_ROWS, HandedRows, StepRows, step_rows
 from prompts import Prompts, use_prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
@@ -124,7 +130,8 @@ async def _with_plan_snapshot(
     """The result of the message's last plan change, whatever became of it (done, failed,
     replayed from the ledger), with the plan snapshot as the message's plan changes left the
     rows; any other result as it is. The rows are the ones the last writing call handed over
-    (``agent.turn.rows_handoff``), else read: a replay or a failure hands nothing over."""
+    (``agent.turn.rows_handoff.StepRows``), else read: a replay or a failure hands nothing
+    over."""
     if issuer is None or not isinstance(result, ToolMessage):
         return result
     changes = [
@@ -138,7 +145,8 @@ async def _with_plan_snapshot(
     state = request.state
     values = state if isinstance(state, dict) else vars(state)
     scope, step = _scope(request)
-    handed = take_handed(values.get("todos"), scope, step)
+    carried = step_rows(request.runtime.config if request.runtime is not None else None)
+    handed = carried.take(values.get("todos"), scope, step) if carried is not None else None
     if handed is not None:
         rows = handed.rows
     else:
@@ -147,7 +155,8 @@ async def _with_plan_snapshot(
         except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
             return result
     todos = [row.to_dict() for row in rows]
-    hand_over(todos, scope, step, rows, shown=True)  # the next step finds them under it
+    if carried is not None:  # the next step finds them under the snapshot
+        carried.hand(todos, scope, step, rows, shown=True)
     return Command(update={"messages": [result], "todos": todos})
 
 
@@ -175,7 +184,7 @@ def _message_gate(
             call_record_id(message_id, call.get("id") or "")
             for call in (issuer.tool_calls if issuer is not None else [])
         )
-        fresh = issuer is not None and take_fresh_message(issuer, scope, step)
+        fresh = issuer is not None and is_fresh(request.state, issuer, scope, step)
         identity = identity_of(get_config(), saved)
         gate = memo[GATE_MEMO] = MessageGate(
             database, scope, step, record_ids, fresh, catch_up_to, identity
@@ -204,13 +213,29 @@ def _with_settings(request: ToolCallRequest, defaults: ContextDefaults | None) -
     return replace(request, runtime=replace(runtime, context=settings))
 
 
+class SupervisorToolNode(OrderedToolNode):
+    """The ordered tools node of the supervisor: each run carries the rows the step before
+    handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
+    leave; after it, no message is fresh (``agent.calls.gate``)."""
+
+    def begin_step(self, input: Any) -> dict[str, Any]:
+        handed = (
+            input.get(HANDED_ROWS) if isinstance(input, dict) else getattr(input, HANDED_ROWS, None)
+        )
+        return {STEP_ROWS: StepRows(handed if isinstance(handed, HandedRows) else None)}
+
+    def end_step(self, carried: Mapping[str, Any]) -> dict[str, Any]:
+        rows = carried[STEP_ROWS]
+        return {**rows.update(), **NOT_FRESH} if isinstance(rows, StepRows) else dict(NOT_FRESH)
+
+
 def build_supervisor_tools_node(
     catalog: ToolCatalog,
     database: Database,
     saved: BaseCheckpointSaver[Any] | None = None,
     defaults: ContextDefaults | None = None,
     prompts: Prompts | None = None,
-) -> ToolNode:
+) -> SupervisorToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log. ``defaults``: the graph's
     default settings (``build_graph(context=...)``); ``prompts``: its prompt texts, active
@@ -260,7 +285,7 @@ def build_supervisor_tools_node(
             and not catalog.records_itself(name)
         ):
             key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-            await _record_batch(database).record(key, message_text(result))
+            await record_result(_record_batch(database), key, result)
         if isinstance(result, ToolMessage) and result.status == "error":
             code = error_code_of(result.content)
             if code in OPERATOR_FAULTS:
@@ -274,4 +299,4 @@ def build_supervisor_tools_node(
                 )
         return await _with_plan_snapshot(database, request, issuer, result)
 
-    return build_tools_node(catalog.static_tools, inner=supervised)
+    return SupervisorToolNode(catalog.static_tools, inner=supervised, defaults=defaults)

@@ -21,22 +21,20 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolRuntime
-from langgraph.types import Command
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.auth import acting_user
 from agent.errors import ErrorCode, ToolFailure, describe_validation_error, driver_reason
 from agent.tools.runtime import ToolRuntimeT, record_key, run_context, state_value
 from agent.turn.call_ledger import CallAlreadyRecorded, record_result
 from storage import Database
-from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository, ToolCallKey
+from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +130,8 @@ class AuditedTaskTool(StructuredTool):
                 await ToolAuditRepository(session).record(
                     origin, self.name, arguments, status="success"
                 )
-                if self.name not in READ_ONLY_TOOLS:
-                    await _record(session, record_key(runtime, self.name), result)
+                if self.name not in READ_ONLY_TOOLS:  # with the change (agent.turn.call_ledger)
+                    await record_result(session, record_key(runtime, self.name), result)
             return result
         except (GraphBubbleUp, CallAlreadyRecorded):
             raise
@@ -164,18 +162,6 @@ class AuditedTaskTool(StructuredTool):
                 )
         except (SQLAlchemyError, OSError):
             logger.exception("could not audit a failed %s call", self.name)
-
-
-async def _record(session: AsyncSession, key: ToolCallKey, result: Any) -> None:
-    """Record a changing call's result with its change (``agent.turn.call_ledger``)."""
-    if isinstance(result, Command):
-        update = result.update if isinstance(result.update, dict) else {}
-        messages = update.get("messages") or []
-        content = str(messages[0].content) if messages else ""
-        await record_result(session, key, content, update.get("modifiedTasks"))
-    else:
-        content = str(result.content) if isinstance(result, ToolMessage) else str(result)
-        await record_result(session, key, content)
 
 
 TaskToolFunction = Callable[..., Awaitable[Any]]

@@ -23,7 +23,7 @@ from agent.turn.plan_rows import (
     plan_limits,
 )
 from agent.turn.progress import emit_todo_events
-from agent.turn.rows_handoff import hand_over, take_over
+from agent.turn.rows_handoff import step_rows
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
 from storage.repositories import TurnScope
@@ -105,18 +105,23 @@ def _limits(runtime: ToolRuntimeT) -> PlanLimits:
 
 
 def _take_rows(runtime: ToolRuntimeT, scope: TurnScope) -> list[TurnTodo] | None:
-    """The rows the step before handed over in this run (``agent.turn.rows_handoff``). Every tool
-    that writes rows takes them first, so no later step can take rows it has made stale."""
-    return take_over(
-        state_value(runtime, "todos"), scope, int(state_value(runtime, "turnStep", 0) or 0)
-    )
+    """The rows the step before, or the call before in this step, handed over in this run
+    (``agent.turn.rows_handoff``, through the call's config). Every tool that writes rows takes
+    them first, so no later call or step can take rows it has made stale."""
+    carried = step_rows(runtime.config)
+    if carried is None:
+        return None
+    step = int(state_value(runtime, "turnStep", 0) or 0)
+    handed = carried.take(state_value(runtime, "todos"), scope, step)
+    return None if handed is None else handed.rows
 
 
 def _hand_rows(runtime: ToolRuntimeT, scope: TurnScope, change: PlanChange) -> None:
-    """The rows this call's transaction left, for the next todo call or the next ``drain``."""
-    todos = state_value(runtime, "todos")
-    if isinstance(todos, list):
-        hand_over(todos, scope, int(state_value(runtime, "turnStep", 0) or 0), change.rows)
+    """The rows this call's transaction left, for the next todo call or the next step."""
+    carried = step_rows(runtime.config)
+    if carried is not None:
+        step = int(state_value(runtime, "turnStep", 0) or 0)
+        carried.hand(state_value(runtime, "todos"), scope, step, change.rows)
 
 
 def build_todo_tools(database: Database) -> list[BaseTool]:

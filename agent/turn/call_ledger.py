@@ -12,6 +12,10 @@ same transaction as the change, and the tools node looks a call up before runnin
 
 A call left without a result in the thread (an orphan) is answered from the record too, so the
 model is told what happened, not ``NOT_RUN``.
+
+``record_result`` is the one way a result is recorded against its call's row, on every path: with
+the change in its transaction (todo tools and stage closes, personal-task tools in the
+supervisor and in workers), or right after the call for a tool whose effect is elsewhere.
 """
 
 from __future__ import annotations
@@ -22,14 +26,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.types import Command
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import database_failure
+from agent.turn.identity import message_text
 from storage import Database
 from storage.repositories import ToolCallKey, ToolResultRepository, record_alone
+from storage.repositories.tool_results import RecordedCall
 
 
 class CallAlreadyRecorded(Exception):
@@ -53,57 +59,83 @@ class RecordedResult:
         return message
 
 
+ToolOutput = str | ToolMessage | Command[Any]
+"""What a tool call returned, as recorded: its text, its message, or its ``Command`` (whose first
+message is the result and whose ``modifiedTasks`` update is replayed with it)."""
+
+
+def result_record(key: ToolCallKey, output: ToolOutput) -> RecordedCall:
+    """The ``tool_results`` row of a call's result: its message text and its state update."""
+    modified: Any = None
+    if isinstance(output, Command):
+        update = output.update if isinstance(output.update, dict) else {}
+        messages = update.get("messages") or []
+        first = messages[0] if messages else ""
+        if isinstance(first, ToolMessage):
+            content = message_text(first)
+        else:
+            content = str(first.content) if isinstance(first, BaseMessage) else str(first)
+        modified = update.get("modifiedTasks")
+    elif isinstance(output, ToolMessage):
+        content = message_text(output)
+    else:
+        content = str(output)
+    state_update = json.dumps({"modifiedTasks": modified}) if modified else None
+    return key, content, state_update
+
+
 async def record_result(
-    session: AsyncSession,
-    key: ToolCallKey,
-    content: str,
-    modified_tasks: list[dict[str, Any]] | None = None,
+    ledger: AsyncSession | RecordBatch, key: ToolCallKey, output: ToolOutput
 ) -> None:
-    """Record a call's result inside the caller's transaction (the one making the change)."""
+    """Record a tool call's result against its row in ``tool_results``: the one way every path
+    records one (the todo tools and stage closes, ``agent.turn.plan_rows``; the personal-task
+    tools of the supervisor and of its workers, ``agent.tools.audited``; any other tool, after
+    it returned, ``agent.nodes.tools_node``). A call without an id (a tool run outside a tool
+    call: tests, scripts) records nothing: nothing can replay it.
+
+    ``ledger`` is where the record goes:
+
+    - the session of the transaction that makes the call's change: the record commits with the
+      change or not at all, and a second run of the same call fails on the primary key, which
+      rolls its change back (``CallAlreadyRecorded``);
+    - the ``RecordBatch`` of the running message, for a tool whose effect is not in this
+      database (an MCP or caller tool): recorded right after it returned, in its own
+      transaction; a record already there (another run of the call) is kept.
+    """
     if not key.tool_call_id:
-        return  # called outside a tool call (tests, scripts): nothing can replay it
-    state_update = json.dumps({"modifiedTasks": modified_tasks}) if modified_tasks else None
+        return
+    record = result_record(key, output)
+    if isinstance(ledger, RecordBatch):
+        await ledger.record(record)
+        return
     try:
-        await ToolResultRepository(session).record(key, content, state_update)
+        await ToolResultRepository(ledger).record(*record)
     except IntegrityError as error:
         raise CallAlreadyRecorded(key.tool_call_id) from error
 
 
-async def record_after_call(database: Database, key: ToolCallKey, content: str) -> None:
-    """Record the result of a tool that keeps no record itself (an MCP or caller tool), right
-    after it returned: not atomic with its effect, but a tools step re-run after a pause or a
-    crash that came later replays it instead of calling again."""
-    if not key.tool_call_id or not key.conversation_id:
-        return
-    try:
-        async with database.session() as session:
-            await record_result(session, key, content)
-    except CallAlreadyRecorded:
-        return
-    except (SQLAlchemyError, OSError) as error:
-        raise database_failure(error, "tool call record") from error
-
-
-PendingRecord = tuple[ToolCallKey, str, "asyncio.Future[None]"]
+PendingRecord = tuple[RecordedCall, "asyncio.Future[None]"]
 
 
 @dataclass
 class RecordBatch:
-    """``record_after_call`` for the free calls of one message, which run side by side: each
-    call still returns only once its record has committed, but calls that finish while a record
-    is being written are written together in the next transaction (one per wave instead of one
-    per call: a stage's message holds one call per row, and SQLite has one writer at a time)."""
+    """Where the free calls of one message, which run side by side, record their results after
+    they returned (``record_result``): each call still returns only once its record has
+    committed, but calls that finish while a record is being written are written together in
+    the next transaction (one per wave instead of one per call: a stage's message holds one
+    call per row, and SQLite has one writer at a time)."""
 
     database: Database
     _pending: list[PendingRecord] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def record(self, key: ToolCallKey, content: str) -> None:
-        """Record the call's result; returns once it is committed (or was already recorded)."""
-        if not key.tool_call_id or not key.conversation_id:
+    async def record(self, record: RecordedCall) -> None:
+        """Write the record (``result_record``); returns once it is committed (or was already
+        there). A call outside a conversation records nothing."""
+        if not record[0].conversation_id:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((key, content, done))
+        self._pending.append((record, done))
         async with self._lock:
             if not done.done():
                 batch, self._pending = self._pending, []
@@ -112,7 +144,7 @@ class RecordBatch:
                 except BaseException:
                     # This call's write failed or was cancelled: the others waiting behind the
                     # lock write their own records, as they would have alone.
-                    self._pending[:0] = [item for item in batch if item[2] is not done]
+                    self._pending[:0] = [item for item in batch if item[1] is not done]
                     raise
         await done
 
@@ -120,17 +152,28 @@ class RecordBatch:
 async def _record_batch(database: Database, batch: list[PendingRecord]) -> None:
     """Write a batch of records in one statement (each record a transaction of its own) and
     resolve their futures; a record already there (another run of one of the calls) sends each
-    back alone, as ``record_after_call``."""
+    back alone."""
     try:
-        await record_alone(database, [(key, content, None) for key, content, _ in batch])
+        await record_alone(database, [record for record, _ in batch])
     except IntegrityError:
-        for key, content, _ in batch:
-            await record_after_call(database, key, content)
+        for record, _ in batch:
+            await _record_alone(database, record)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error
-    for _, _, done in batch:
+    for _, done in batch:
         if not done.done():
             done.set_result(None)
+
+
+async def _record_alone(database: Database, record: RecordedCall) -> None:
+    """One record in a transaction of its own; one already there is kept."""
+    try:
+        async with database.session() as session:
+            await ToolResultRepository(session).record(*record)
+    except IntegrityError:
+        return
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "tool call record") from error
 
 
 async def recorded_results(

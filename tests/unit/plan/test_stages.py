@@ -5,8 +5,10 @@ the order the model wrote them in."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sqlite3
+import weakref
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -336,23 +339,42 @@ async def test_max_parallel_tools_bounds_the_calls_running_at_once(limit: int) -
 
 
 async def test_a_plain_dict_state_gets_the_same_order_and_nothing_is_kept_afterwards() -> None:
+    """The calls' bookkeeping belongs to one run of the node (it reaches the calls in their
+    config): each run has its own, and none outlives its run."""
+
     class DictState(TypedDict):
         messages: Annotated[list[AnyMessage], add_messages]
 
     log: list[str] = []
+    steps: list[weakref.ref[ordered_tools.ToolsStep]] = []
+
+    async def watch(config: RunnableConfig) -> str:
+        step = ordered_tools.tools_step(config)
+        assert step is not None
+        steps.append(weakref.ref(step))
+        return "watched"
+
+    tools = [
+        *logging_tools(log, Overlap()),
+        StructuredTool.from_function(coroutine=watch, name="watch", description="Watch."),
+    ]
     builder = StateGraph(DictState)
-    builder.add_node("tools", build_tools_node(logging_tools(log, Overlap())))
+    builder.add_node("tools", build_tools_node(tools))
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
+    graph = builder.compile()
     calls = [
         {"name": "slow", "args": {"name": "a"}, "id": "1", "type": "tool_call"},
         {"name": "barrier", "args": {}, "id": "2", "type": "tool_call"},
         {"name": "slow", "args": {"name": "b"}, "id": "3", "type": "tool_call"},
+        {"name": "watch", "args": {}, "id": "4", "type": "tool_call"},
     ]
-    await builder.compile().ainvoke({"messages": [AIMessage(content="", tool_calls=calls)]})
+    for _ in range(2):
+        await graph.ainvoke({"messages": [AIMessage(content="", tool_calls=calls)]})
 
-    assert log == ["start a", "end a", "barrier", "start b", "end b"]
-    assert not ordered_tools._calls_by_state_id
+    assert log == ["start a", "end a", "barrier", "start b", "end b"] * 2
+    gc.collect()
+    assert len(steps) == 2 and all(step() is None for step in steps)
 
 
 def test_the_built_in_task_tools_keep_the_order_they_were_written_in(

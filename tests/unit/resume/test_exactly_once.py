@@ -7,16 +7,18 @@ import asyncio
 import json
 import sqlite3
 from contextlib import closing, suppress
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from agent.context import Context
 from agent.graph import build_graph
 from agent.prompting.builder import ORPHAN_RESULT
-from agent.turn.call_ledger import RecordBatch, record_after_call, recorded_results
+from agent.turn.call_ledger import RecordBatch, record_result, recorded_results
 from storage import Database
 from storage.repositories import ToolCallKey
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
@@ -203,13 +205,79 @@ async def test_a_batch_of_records_with_one_already_recorded_keeps_the_others(
     """A record another run of the same call wrote first fails the shared statement on the
     primary key; the other records of the batch are written all the same."""
     keys = [ToolCallKey("c", "t", f"m/call_{name}", "note") for name in "abc"]
-    await record_after_call(database, keys[1], "from the other run")
+    await record_result(RecordBatch(database), keys[1], "from the other run")
     batch = RecordBatch(database)
     # The first record is written alone; the two that wait behind it share a statement.
-    await asyncio.gather(*(batch.record(key, f"this run {key.tool_call_id}") for key in keys))
+    await asyncio.gather(
+        *(record_result(batch, key, f"this run {key.tool_call_id}") for key in keys)
+    )
     recorded = await recorded_results(database, "c", [key.tool_call_id for key in keys])
     assert [recorded[key.tool_call_id].content for key in keys] == [
         "this run m/call_a",
         "from the other run",
         "this run m/call_c",
     ]
+
+
+async def test_every_shape_of_result_replays_as_it_was_returned_whichever_way_it_was_recorded(
+    database: Database,
+) -> None:
+    """``record_result`` is the one way a result is recorded: in the change's transaction or
+    after the call, a text, a tool message or a ``Command`` with changed tasks replays as the
+    tool returned it."""
+    await database.create_schema()
+    modified = [{"action": "created", "task_id": "t-1", "title": "Milk"}]
+    outputs: dict[str, Any] = {
+        "text": "plain text",
+        "message": ToolMessage(content="a message", tool_call_id="x"),
+        "command": Command(
+            update={
+                "messages": [ToolMessage(content="with tasks", tool_call_id="x")],
+                "modifiedTasks": modified,
+            }
+        ),
+    }
+    keys = {
+        (shape, where): ToolCallKey("c", "t", f"m/{shape}-{where}", "note")
+        for shape in outputs
+        for where in ("with the change", "after the call")
+    }
+    for (shape, where), key in keys.items():
+        if where == "with the change":
+            async with database.session() as session:
+                await record_result(session, key, outputs[shape])
+        else:
+            await record_result(RecordBatch(database), key, outputs[shape])
+    await record_result(RecordBatch(database), ToolCallKey("", "t", "m/none", "note"), "x")
+    async with database.session() as session:
+        await record_result(session, ToolCallKey("c", "t", "", "note"), "nothing to replay")
+
+    recorded = await recorded_results(database, "c", [key.tool_call_id for key in keys.values()])
+    for (shape, _), key in keys.items():
+        replayed = recorded[key.tool_call_id].as_tool_result("call")
+        if shape == "command":
+            assert isinstance(replayed, Command) and isinstance(replayed.update, dict)
+            assert replayed.update["modifiedTasks"] == modified
+            assert replayed.update["messages"][0].content == "with tasks"
+        else:
+            assert isinstance(replayed, ToolMessage)
+            assert replayed.content == {"text": "plain text", "message": "a message"}[shape]
+    assert count(database, "SELECT count(*) FROM tool_results") == len(keys)
+
+
+def test_only_the_call_ledger_writes_tool_results() -> None:
+    """No second way to record a result grows elsewhere: the table's writers are called only
+    from ``agent.turn.call_ledger``."""
+    root = Path(__file__).resolve().parents[3]
+    assert (root / "agent/turn/call_ledger.py").exists()  # the real tree is read
+    writers = ("ToolResultRepository", "record_alone")
+    allowed = {root / "agent/turn/call_ledger.py", root / "storage/repositories/tool_results.py"}
+    users = [
+        str(path.relative_to(root))
+        for folder in ("agent", "storage", "bench")
+        for path in sorted((root / folder).rglob("*.py"))
+        if path not in allowed
+        and path.name != "__init__.py"
+        and any(writer in path.read_text(encoding="utf-8") for writer in writers)
+    ]
+    assert users == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.turn.lineage import RunIdentity, continue_turn
-from agent.turn.rows_handoff import hand_over, take_over
+from agent.turn.rows_handoff import NOTHING_HANDED, StepRows, hand_over, take_over
 from storage import Database
 from storage.models import TurnTodo
 from storage.repositories import NewTurnTodo, TurnRepository, TurnScope, TurnTodoRepository
@@ -86,16 +86,33 @@ async def test_rows_handed_over_stand_in_for_the_read_unless_the_claim_forks(
     assert [row.title for row in fork.rows or []] == ["as the checkpoint saw it"]
 
 
-def test_only_the_very_todos_list_of_the_same_step_takes_the_rows_over_once() -> None:
+def test_only_the_very_todos_list_of_the_same_step_takes_the_rows_over() -> None:
     """A run resumed from a checkpoint has a ``todos`` list loaded from it: it reads."""
     rows: list[TurnTodo] = []
     todos: list[dict[str, Any]] = [{"title": "one", "status": "in_progress"}]
-    hand_over(todos, SCOPE, 4, rows)
-    assert take_over(list(todos), SCOPE, 4) is None
-    hand_over(todos, SCOPE, 4, rows)
-    assert take_over(todos, SCOPE, 5) is None
-    hand_over(todos, SCOPE, 4, rows)
-    assert take_over(todos, TurnScope("conversation", "turn/fork-1"), 4) is None
-    hand_over(todos, SCOPE, 4, rows)
-    assert take_over(todos, SCOPE, 4) is rows
-    assert take_over(todos, SCOPE, 4) is None
+    state = {"todos": todos, **hand_over(todos, SCOPE, 4, rows)}
+    assert take_over({**state, "todos": list(todos)}, SCOPE, 4) is None
+    assert take_over(state, SCOPE, 5) is None
+    assert take_over(state, TurnScope("conversation", "turn/fork-1"), 4) is None
+    assert take_over(state, SCOPE, 4) is rows
+    assert take_over({**state, **NOTHING_HANDED}, SCOPE, 4) is None
+    assert take_over({"todos": todos}, SCOPE, 4) is None, "nothing handed: read"
+
+
+def test_within_a_tools_step_each_writing_call_takes_the_rows_once() -> None:
+    """A todo tool takes the rows before it writes; one that fails hands nothing on, so the
+    next call, or the next step, reads."""
+    rows: list[TurnTodo] = []
+    todos: list[dict[str, Any]] = [{"title": "one", "status": "in_progress"}]
+    (handed,) = hand_over(todos, SCOPE, 4, rows).values()
+    carried = StepRows(handed)
+    assert carried.take(list(todos), SCOPE, 4) is None
+    assert carried.update() == NOTHING_HANDED, "a take that misses still takes"
+    carried = StepRows(handed)
+    taken = carried.take(todos, SCOPE, 4)
+    assert taken is not None and taken.rows is rows
+    assert carried.take(todos, SCOPE, 4) is None
+    left: list[TurnTodo] = []
+    carried.hand(todos, SCOPE, 4, left)
+    after = carried.take(todos, SCOPE, 4)
+    assert after is not None and after.rows is left and not after.shown

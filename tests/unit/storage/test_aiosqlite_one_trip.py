@@ -192,7 +192,7 @@ def test_a_script_that_leaves_a_connection_open_still_exits(tmp_path: Path) -> N
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
         check=False,
     )
     assert finished.stdout.strip() == "done", finished.stderr
