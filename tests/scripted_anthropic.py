@@ -25,14 +25,12 @@ the ``scripted_anthropic`` fixture.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -163,27 +161,11 @@ class ScriptedAnthropicServer(ScriptedOpenAIServer):
         return [Route("/v1/messages", self._messages, methods=["POST"])]
 
     async def _messages(self, request: Request) -> Response:
-        try:
-            body = await request.json()
-        except ClientDisconnect:
-            return Response(status_code=499)
         self.headers.append(dict(request.headers))
-        number, next_reply = self._next_reply(body)
-        reply = await next_reply if inspect.isawaitable(next_reply) else next_reply
-        if reply is None:
-            last = (body.get("messages") or [{}])[-1]
-            return _error_response(
-                500,
-                f"ScriptedAnthropicServer: no reply queued for request #{number} "
-                f"(last message: {json.dumps(last)[:300]}). Queue one with reply() "
-                "or set respond_with().",
-                # The anthropic client obeys this header too: fail once, loudly.
-                {"x-should-retry": "false"},
-            )
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-        if reply.status != 200:
-            return _error_response(reply.status, reply.error or "error", reply.headers)
+        received = await self._received(request)
+        if isinstance(received, Response):
+            return received
+        body, number, reply = received
         if not body.get("stream"):
             return JSONResponse(_message(body, reply, number), headers=reply.headers)
 

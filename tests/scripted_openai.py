@@ -263,7 +263,10 @@ class ScriptedOpenAIServer:
 
     # -- HTTP --------------------------------------------------------------------------------
 
-    async def _chat_completions(self, request: Request) -> Response:
+    async def _received(self, request: Request) -> tuple[dict[str, Any], int, Reply] | Response:
+        """The request's body, its number and the reply to send after its delay; or the response
+        that ends it here: the client gone, no reply queued, or a queued error status. Shared by
+        every wire format the server speaks."""
         try:
             body = await request.json()
         except ClientDisconnect:  # the client died mid-request (a killed worker): nobody to answer
@@ -274,16 +277,23 @@ class ScriptedOpenAIServer:
             last = (body.get("messages") or [{}])[-1]
             return _error_response(
                 500,
-                f"ScriptedOpenAIServer: no reply queued for request #{number} "
+                f"{type(self).__name__}: no reply queued for request #{number} "
                 f"(last message: {json.dumps(last)[:300]}). Queue one with reply() "
                 "or set respond_with().",
-                # The openai client obeys this header: fail once, loudly, instead of retrying.
+                # The openai and anthropic clients obey this header: fail once, loudly.
                 {"x-should-retry": "false"},
             )
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
             return _error_response(reply.status, reply.error or "error", reply.headers)
+        return body, number, reply
+
+    async def _chat_completions(self, request: Request) -> Response:
+        received = await self._received(request)
+        if isinstance(received, Response):
+            return received
+        body, number, reply = received
         if not body.get("stream"):
             return JSONResponse(_completion(body, reply, number), headers=reply.headers)
 
