@@ -193,16 +193,23 @@ def _done(database_url: str) -> dict[str, bool]:
     return asyncio.run(read())
 
 
-def test_a_question_is_asked_in_the_terminal_and_a_number_picks_an_option(
-    scripted_openai: ScriptedOpenAIServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def asking_cli(
+    scripted_openai: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """A database with the two "call" tasks, and a model that asks which one is meant: the
+    terminal question's setting. Returns the database URL."""
     monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
     scripted_openai.respond_with(asking_model)
     database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
     asyncio.run(_two_call_tasks(database))
+    return database
+
+
+def test_a_question_is_asked_in_the_terminal_and_a_number_picks_an_option(
+    asking_cli: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = asking_cli
     monkeypatch.setattr("sys.stdin", io.StringIO("2\n"))
 
     status = main(["run", "--model", "openai:scripted", "--database", database, "call task"])
@@ -215,15 +222,9 @@ def test_a_question_is_asked_in_the_terminal_and_a_number_picks_an_option(
 
 
 def test_with_no_answer_the_turn_stays_paused_and_the_next_message_answers_it(
-    scripted_openai: ScriptedOpenAIServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    asking_cli: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
-    scripted_openai.respond_with(asking_model)
-    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
-    asyncio.run(_two_call_tasks(database))
+    database = asking_cli
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     base = ["run", "--model", "openai:scripted", "--database", database, "--thread", "t-ask"]
 
