@@ -14,3 +14,8 @@ IN_ORDER_METADATA = "turnplan_in_order"
 """A tool whose ``metadata`` sets this to True waits for every call written before it in one
 message, like the tools above (``agent.calls.ordering``): for tools whose calls depend on each
 other's effects (ids handed out in order, an item added then completed)."""
+
+REQUEST_VERBS_METADATA = "turnplan_request_verbs"
+"""Tool metadata: the words a request starts a step with when it asks for what the tool does
+("add", "remove", "show me"). The compact profile's plan (``agent.prompting.compact_tools``)
+gives a step the tool its verb names, so a small model only decides the steps no verb names."""

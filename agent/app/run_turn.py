@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -53,7 +54,22 @@ class TurnReport:
     status: str
     answer: str
     llm_calls: int
+    """Steps the turn took against its budget (``llmCalls``: model calls, and the steps the
+    compact profile's harness answers itself)."""
     open_items: int
+    model_calls: int = 0
+    """Requests that really went to the chat model."""
+
+
+class ModelCallCounter(AsyncCallbackHandler):
+    """Counts the chat model requests of a turn, so the CLI reports real LLM calls, not the
+    budget's steps (a compact-profile step the harness answers calls no model)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.calls += 1
 
 
 def _format_event(event: dict[str, Any]) -> str:
@@ -118,7 +134,8 @@ async def run_turn(
     out = out or sys.stdout
     database = Database(database_url)
     thread = thread_id or str(uuid.uuid4())
-    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    counter = ModelCallCounter()
+    config: RunnableConfig = {"configurable": {"thread_id": thread}, "callbacks": [counter]}
     context = Context(user_id=user_id, conversation_id=conversation_id, planning=planning)
     if toolsets is not None:
         context = replace(context, toolsets=list(toolsets))
@@ -154,7 +171,8 @@ async def run_turn(
                         file=out,
                         flush=True,
                     )
-                    return TurnReport("paused", "", int(final.get("llmCalls", 0)), 0)
+                    steps = int(final.get("llmCalls", 0))
+                    return TurnReport("paused", "", steps, 0, counter.calls)
                 final = await _stream_turn(
                     graph, Command(resume=answer), config, context, out, show_tool_calls
                 )
@@ -167,13 +185,14 @@ async def run_turn(
     answer = str(messages[-1].content) if messages else ""
     status = str(final.get("turnStatus", "failed"))
     print(f"\nanswer:\n{answer}\n", file=out)
+    steps = int(final.get("llmCalls", 0))
     print(
-        f"turn {status} · {final.get('llmCalls', 0)} LLM call(s) · "
+        f"turn {status} · {counter.calls} LLM call(s) in {steps} step(s) · "
         f"{rows_open} plan item(s) left open",
         file=out,
         flush=True,
     )
-    return TurnReport(status, answer, int(final.get("llmCalls", 0)), rows_open)
+    return TurnReport(status, answer, steps, rows_open, counter.calls)
 
 
 async def _stream_turn(

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -52,12 +53,16 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agent.tool_names import ASK_USER, TODO_TOOL_NAMES
-from agent.turn.outcome import plan_complete_message
+from agent.prompting.request_steps import RequestStep, core_phrase, request_steps, verb_at_start
+from agent.tool_names import ASK_USER, REQUEST_VERBS_METADATA, TODO_TOOL_NAMES
+from agent.turn.outcome import plan_finished_message
 from storage.models import TurnTodo
 
 MAX_STRING_LENGTH = 120
 """Cap on every free string argument in a compact schema (titles, outcomes, identifiers)."""
+
+MAX_LISTING_LENGTH = 1500
+"""Cap on a list step's outcome, which names every task listed (the answer shows it)."""
 
 ACTION_ATTEMPTS = 2
 """Failed actions on one item before the model must close it (completed or cancelled)."""
@@ -146,26 +151,57 @@ def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
     return results
 
 
+def _payload(result: ToolMessage) -> dict[str, Any]:
+    try:
+        payload = json.loads(result.text)
+    except ValueError:
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _listing(payload: Mapping[str, Any]) -> str | None:
+    """``2 pending task(s): buy groceries; do laundry`` for a list result, else None."""
+    items = payload.get("tasks", payload.get("items"))
+    if not isinstance(items, list):
+        return None
+    titles = [str(item.get("title")) for item in items if isinstance(item, dict)]
+    kind = payload.get("filter")
+    which = f"{kind} " if isinstance(kind, str) and kind != "all" else ""
+    listed = "; ".join(titles) if titles else "none"
+    return f"{len(titles)} {which}task(s): {listed}"
+
+
 def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
     """Outcomes to close the item with: one per successful action of the current item, e.g.
-    ``add_task: buy groceries`` (the tool, and the title or count its result reports)."""
+    ``add_task: buy groceries`` (the tool, and the title it reports), or for a list every title
+    it returned, so the answer built from the rows shows what the user asked to see."""
     outcomes = []
     for result in reversed(_since_last_todo_result(history)):
         if result.status == "error":
             continue
-        try:
-            payload = json.loads(result.text)
-        except ValueError:
-            payload = {}
-        detail = ""
-        if isinstance(payload, dict):
-            if isinstance(payload.get("title"), str):
-                detail = payload["title"]
-            elif isinstance(payload.get("count"), int):
-                detail = f"{payload['count']} item(s)"
-        outcome = f"{result.name}: {detail}" if detail else f"{result.name} succeeded"
-        outcomes.append(outcome[:MAX_STRING_LENGTH])
+        payload = _payload(result)
+        listing = _listing(payload)
+        if listing is not None:
+            outcome = f"{result.name}: {listing}"[:MAX_LISTING_LENGTH]
+        elif isinstance(payload.get("title"), str):
+            outcome = f"{result.name}: {payload['title']}"[:MAX_STRING_LENGTH]
+        else:
+            outcome = f"{result.name} succeeded"
+        outcomes.append(outcome)
     return list(dict.fromkeys(outcomes))
+
+
+def failure_outcome(history: Sequence[AnyMessage]) -> str:
+    """Why the current item is cancelled: the last failed action's error, in a line."""
+    failures = [result for result in _since_last_todo_result(history) if result.status == "error"]
+    if not failures:
+        return "no tool could do it"
+    last = failures[0]
+    payload = _payload(last)
+    error = payload.get("error") if isinstance(payload.get("error"), dict) else payload
+    message = error.get("message") if isinstance(error, dict) else None
+    text = message if isinstance(message, str) and message else last.text
+    return f"{last.name} failed: {' '.join(text.split())}"[:MAX_STRING_LENGTH]
 
 
 def _action_succeeded(history: Sequence[AnyMessage]) -> bool:
@@ -178,22 +214,41 @@ def step_phase(
     """What this call is for, from the plan rows and the history (pure, so it is testable)."""
     if required_tool is not None or not rows:
         return "plan"
-    if not any(row.status == "in_progress" for row in rows):
+    current = next((row for row in rows if row.status == "in_progress"), None)
+    if current is None:
         return "answer"
     results = _since_last_todo_result(history)
-    if _action_succeeded(history) or len(results) >= ACTION_ATTEMPTS:
+    attempts = 1 if planned_action(current) is not None else ACTION_ATTEMPTS
+    if _action_succeeded(history) or len(results) >= attempts:
         return "close"
     return "act"
 
 
 @dataclass(frozen=True)
 class StepBinding:
-    """The tools and sampling settings of one compact call."""
+    """The tools and sampling settings of one compact call.
+
+    ``reply`` is set when the harness knows the step's message without asking the model (the
+    close of an item whose action returned, an action whose arguments are all fixed by the
+    user's words); ``plan_steps`` when the call is the plan, answered as one tool per step of
+    the request and turned into ``create_todo``.
+    """
 
     phase: Phase
     tools: list[dict[str, Any]]
     tool_choice: str | None
     max_tokens: int
+    reply: AIMessage | None = None
+    plan_steps: tuple[RequestStep, ...] = ()
+    plan_decided: Mapping[str, str] = field(default_factory=dict)
+    plan_required: bool = False
+    plan_tools: tuple[BaseTool, ...] = ()
+
+
+def _tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
+    """A tool call the harness makes on the model's behalf (no model call)."""
+    call_id = f"call_{uuid.uuid4().hex[:24]}"
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
 
 
 def step_binding(
@@ -207,7 +262,13 @@ def step_binding(
     phase = step_phase(rows, history, required_tool)
     by_name = {tool.name: tool for tool in tools}
     current = next((row for row in rows if row.status == "in_progress"), None)
+    domain_tools = [
+        tool for tool in tools if tool.name not in TODO_TOOL_NAMES and tool.name != ASK_USER
+    ]
     if phase == "plan":
+        steps = tuple(request_steps(request))
+        if steps and domain_tools and "create_todo" in by_name:
+            return _plan_binding(steps, domain_tools, required_tool == "create_todo")
         if required_tool is not None:
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS
@@ -218,23 +279,219 @@ def step_binding(
         )
     if phase == "answer" or current is None:
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
-    close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     if phase == "close":
+        # The harness closes the item from what its action returned: completed with the tool's
+        # own report, or cancelled with the error. (Offered the choice, a small model picked
+        # "cancelled" at random and wrote "completed_todo" as the outcome; measured.)
         if _action_succeeded(history):
-            # The action worked: the item is completed (a small model picked "cancelled" at
-            # random when offered the choice), and its outcome says which tool did what (left
-            # free, it wrote "completed_todo"). After failed attempts it may cancel, freely.
-            properties = close["function"]["parameters"]["properties"]
-            properties.pop("status", None)
-            properties["outcome"] = {"enum": action_outcomes(history)}
-        return StepBinding(phase, [close], "complete_todo", ACTION_MAX_TOKENS)
+            args = {"todoId": current.id, "outcome": "; ".join(action_outcomes(history))}
+        else:
+            args = {
+                "todoId": current.id,
+                "outcome": failure_outcome(history),
+                "status": "cancelled",
+            }
+        return StepBinding(
+            phase,
+            [],
+            "complete_todo",
+            ACTION_MAX_TOKENS,
+            reply=_tool_call_message("complete_todo", args),
+        )
+    planned = planned_action(current)
+    if planned is not None and planned.tool in by_name:
+        return _planned_action_binding(by_name[planned.tool], planned)
+    close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     phrases = grounded_phrases(current, request)
-    domain = [
-        ground_strings(compact_tool(tool), phrases)
-        for tool in tools
-        if tool.name not in TODO_TOOL_NAMES and tool.name != ASK_USER
-    ]
+    domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
     return StepBinding(phase, [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
+
+
+def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBinding:
+    """The act step of an item whose tool the plan chose: only that tool, its first free text
+    argument the item's target, any other the other quoted words of its clause. When that
+    leaves the model no choice, the harness makes the call itself."""
+    definition = compact_tool(tool)
+    parameters = definition["function"]["parameters"]
+    others = [phrase for phrase in planned.clause_quotes if phrase != planned.target]
+    first = True
+    fixed: dict[str, Any] = {}
+    choice = False
+    for name, schema in parameters.get("properties", {}).items():
+        if _is_free_string(schema):
+            options = [planned.target] if first or not others else others
+            first = False
+            parameters["properties"][name] = {"enum": options}
+            schema = parameters["properties"][name]
+        values = schema.get("enum") or ([schema["const"]] if "const" in schema else None)
+        if values is not None and len(values) == 1:
+            fixed[name] = values[0]
+        else:
+            choice = True
+    if not choice:
+        return StepBinding(
+            "act", [], tool.name, ACTION_MAX_TOKENS, reply=_tool_call_message(tool.name, fixed)
+        )
+    return StepBinding("act", [definition], tool.name, ACTION_MAX_TOKENS)
+
+
+def _is_free_string(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "string" and "enum" not in schema and "const" not in schema
+
+
+PLAN_TOOL = "plan_steps"
+"""The compact plan's one function: for each step of the request, the tool that does it."""
+
+NOT_AN_ACTION = "none"
+
+PLANNED_PREFIX = "use "
+_PLANNED = re.compile(
+    r'^use (?P<tool>[A-Za-z0-9_]+) on "(?P<target>[^"\n]*)"(?: \(from: (?P<clause>.*)\))?$', re.S
+)
+
+
+@dataclass(frozen=True)
+class PlannedAction:
+    """What the compact plan decided for a row: which tool does it, on which of the user's
+    words, and the quoted words of the clause it came from. Kept in the row's ``context``
+    (``use add_task on "buy groceries" (from: add 'buy groceries' to my tasks)``), so it is
+    in the database with the row and readable in ``list_todo``."""
+
+    tool: str
+    target: str
+    clause: str
+
+    @property
+    def clause_quotes(self) -> list[str]:
+        return [
+            next(g for g in match.groups() if g).strip() for match in _QUOTED.finditer(self.clause)
+        ]
+
+    def as_context(self) -> str:
+        target = self.target.replace('"', "'")
+        return f'{PLANNED_PREFIX}{self.tool} on "{target}" (from: {self.clause})'
+
+
+def planned_action(row: TurnTodo) -> PlannedAction | None:
+    """The row's planned action, if the compact plan made it."""
+    match = _PLANNED.match(row.context or "")
+    if match is None:
+        return None
+    return PlannedAction(match["tool"], match["target"], match["clause"] or "")
+
+
+def _plan_binding(
+    steps: Sequence[RequestStep], tools: Sequence[BaseTool], required: bool
+) -> StepBinding:
+    """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
+    when every step is decided, the plan is made without a model call."""
+    decided = steps_by_verb(steps, tools)
+    undecided = [step for step in steps if step.words not in decided]
+    if undecided:
+        return StepBinding(
+            "plan",
+            [plan_steps_tool(undecided, tools)],
+            PLAN_TOOL,
+            PLAN_MAX_TOKENS,
+            plan_steps=tuple(steps),
+            plan_decided=decided,
+            plan_required=required,
+            plan_tools=tuple(tools),
+        )
+    items = plan_items(steps, decided, tools)
+    if items or required:
+        return StepBinding(
+            "plan",
+            [],
+            "create_todo",
+            PLAN_MAX_TOKENS,
+            reply=_tool_call_message("create_todo", {"items": items or _whole_request(steps)}),
+        )
+    # Nothing to do with a tool: the model answers in its own words.
+    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
+
+
+def _verbs(tool: BaseTool) -> tuple[str, ...]:
+    verbs = (tool.metadata or {}).get(REQUEST_VERBS_METADATA, ())
+    return tuple(verb for verb in verbs if isinstance(verb, str))
+
+
+def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, str]:
+    """The steps whose tool is known without the model: a heading is no action; a step whose
+    words start with one tool's verb is that tool's; a step without a verb takes the tool of
+    the words it follows ("add milk and eggs": eggs are added too)."""
+    decided: dict[str, str] = {}
+    for step in steps:
+        if step.heading:
+            decided[step.words] = NOT_AN_ACTION
+            continue
+        named = [tool.name for tool in tools if verb_at_start(step.words, _verbs(tool))]
+        if not named and step.follows:
+            named = [tool.name for tool in tools if verb_at_start(step.follows, _verbs(tool))]
+            inherited = decided.get(step.follows)
+            if not named and inherited is not None and inherited != NOT_AN_ACTION:
+                named = [inherited]
+        if len(named) == 1:
+            decided[step.words] = named[0]
+    return decided
+
+
+def _whole_request(steps: Sequence[RequestStep]) -> list[dict[str, Any]]:
+    """The one item of a turn that must plan when no step names a tool: the request itself,
+    worked with every tool (the act step's dispatch)."""
+    return [{"title": " ".join(step.phrase for step in steps)[:MAX_STRING_LENGTH]}]
+
+
+def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, Any]:
+    """The plan as a classification: one property per step of the request (its words are the
+    key), each an enum of the domain tools and ``none``. The grammar makes the model answer
+    every step once, in order, and nothing else."""
+    names = [tool.name for tool in tools]
+    listing = "; ".join(
+        f"{tool.name}: {(tool.description or '').strip().splitlines()[0]}" for tool in tools
+    )
+    return {
+        "type": "function",
+        "function": {
+            "name": PLAN_TOOL,
+            "description": (
+                "For each part of the user's request, the tool that does it, or "
+                f"{NOT_AN_ACTION} if it asks for nothing to be done. {listing}"
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {step.words: {"enum": [*names, NOT_AN_ACTION]} for step in steps},
+                "required": [step.words for step in steps],
+            },
+        },
+    }
+
+
+def plan_items(
+    steps: Sequence[RequestStep], chosen: Mapping[str, Any], tools: Sequence[BaseTool] = ()
+) -> list[dict[str, Any]]:
+    """The ``create_todo`` items for the steps given a tool: the title in the user's words
+    (what to add, for an added task), the planned action in the row's context. Two steps that
+    would do the same thing to the same words are one item."""
+    verbs = {tool.name: _verbs(tool) for tool in tools}
+    items: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for step in steps:
+        tool = chosen.get(step.words)
+        if not isinstance(tool, str) or tool == NOT_AN_ACTION:
+            continue
+        target = core_phrase(step, verb_at_start(step.phrase, verbs.get(tool, ())))
+        if (tool, target.casefold()) in seen:
+            continue
+        seen.add((tool, target.casefold()))
+        creates = tool.startswith("add")
+        if creates or not step.quoted:
+            title = target if creates else step.phrase
+        else:
+            title = f"{tool.replace('_', ' ')} '{step.phrase}'"
+        action = PlannedAction(tool, target, step.clause)
+        items.append({"title": title[:MAX_STRING_LENGTH], "context": action.as_context()})
+    return items
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:
@@ -330,15 +587,19 @@ def unwrap_dispatch(message: Any) -> Any:
 
 
 def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTodo] = ()) -> Any:
-    """``model`` bound to the step's tools, tool choice, temperature and token cap.
+    """``model`` bound to the step's tools, tool choice, temperature and token cap, or the
+    harness's own reply when the step needs no model.
 
     The answer after a finished plan is built from the rows, not generated: asked to sum up,
     the 270M model echoed its prompt or imitated the tool-call history (measured), and the rows
-    already say what was done, with each outcome.
+    already say what was done, with each outcome (a list step's outcome holds what it listed).
     """
     if binding.phase == "answer" and rows:
-        answer = AIMessage(content=plan_complete_message(rows))
+        answer = AIMessage(content=plan_finished_message(rows))
         return RunnableLambda(lambda _prompt: answer)
+    if binding.reply is not None:
+        reply = binding.reply
+        return RunnableLambda(lambda _prompt: reply)
     if not binding.tools:
         return model.bind(temperature=TEMPERATURE, max_tokens=binding.max_tokens)
     bound = model.bind_tools(
@@ -347,6 +608,47 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
         temperature=TEMPERATURE,
         max_tokens=binding.max_tokens,
     )
+    if binding.plan_steps:
+        return _plan_runnable(model, bound, binding, binding.plan_tools)
     if binding.tool_choice == DISPATCH_TOOL:
         return bound | RunnableLambda(unwrap_dispatch)
     return bound
+
+
+def _plan_runnable(
+    model: BaseChatModel, bound: Any, binding: StepBinding, tools: Sequence[BaseTool]
+) -> Any:
+    """The plan call: the model's classification of the request's steps, as ``create_todo``.
+
+    When it finds nothing to do, a turn that must plan gets one item for the whole request
+    (worked with every tool, as before this plan existed), and any other turn an answer in the
+    model's own words, from a second call without tools (a greeting, a question about tools).
+    """
+    steps = binding.plan_steps
+
+    async def plan(prompt: Any) -> AIMessage:
+        reply = await bound.ainvoke(prompt)
+        message = reply if isinstance(reply, AIMessage) else AIMessage(content="")
+        calls = message.tool_calls
+        chosen = next((call["args"] for call in calls if call["name"] == PLAN_TOOL), {})
+        items = plan_items(steps, {**chosen, **binding.plan_decided}, tools)
+        if not items and binding.plan_required:
+            items = _whole_request(steps)
+        if items:
+            call_id = calls[0]["id"] if calls and calls[0].get("id") else None
+            planned = _tool_call_message("create_todo", {"items": items})
+            if call_id:
+                planned.tool_calls[0]["id"] = call_id
+            return message.model_copy(
+                update={
+                    "content": "",
+                    "tool_calls": planned.tool_calls,
+                    "additional_kwargs": {},
+                    "invalid_tool_calls": [],
+                }
+            )
+        free = model.bind(temperature=TEMPERATURE, max_tokens=ANSWER_MAX_TOKENS)
+        answer = await free.ainvoke(prompt)
+        return answer if isinstance(answer, AIMessage) else AIMessage(content=str(answer))
+
+    return RunnableLambda(plan)

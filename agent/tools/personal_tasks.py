@@ -25,7 +25,7 @@ from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
 from agent.errors import ErrorCode, ToolFailure
-from agent.tool_names import IN_ORDER_METADATA
+from agent.tool_names import IN_ORDER_METADATA, REQUEST_VERBS_METADATA
 from agent.tools.audited import TaskToolFunction, audited_task_tool
 from agent.tools.runtime import ToolRuntimeT
 from agent.tools.task_lookup import resolve_task
@@ -180,6 +180,58 @@ TASK_TOOL_FUNCTIONS: tuple[TaskToolFunction, ...] = (
 )
 
 
+REQUEST_VERBS: dict[str, tuple[str, ...]] = {
+    "add_task": (
+        "add",
+        "create",
+        "put",
+        "insert",
+        "include",
+        "note",
+        "note down",
+        "write down",
+        "jot down",
+        "remember to",
+        "remind me to",
+        "new task",
+        "make a task",
+    ),
+    "list_tasks": (
+        "show",
+        "list",
+        "display",
+        "what",
+        "what's",
+        "which",
+        "tell me",
+        "let me see",
+        "give me",
+        "read",
+        "see",
+        "view",
+        "how many",
+    ),
+    "complete_task": (
+        "mark",
+        "complete",
+        "finish",
+        "check off",
+        "tick off",
+        "cross off",
+        "close",
+        "i finished",
+        "i completed",
+        "i did",
+        "i've done",
+        "i have done",
+        "i'm done with",
+    ),
+    "update_task": ("rename", "change", "update", "edit", "reword", "retitle"),
+    "delete_task": ("delete", "remove", "drop", "erase", "get rid of", "cancel", "forget"),
+}
+"""The verbs a request asks for each tool with (``REQUEST_VERBS_METADATA``)."""
+
+
 def build_task_tools(database: Database) -> list[BaseTool]:
     """The five personal-task tools bound to ``database`` (process-wide; the user, conversation
     and turn come from each run). Every one is audited; see ``agent.tools.audited``."""
@@ -187,5 +239,9 @@ def build_task_tools(database: Database) -> list[BaseTool]:
         audited_task_tool(database, function) for function in TASK_TOOL_FUNCTIONS
     ]
     for task_tool in tools:  # "add X, then complete X" in one message must happen in that order
-        task_tool.metadata = {**(task_tool.metadata or {}), IN_ORDER_METADATA: True}
+        task_tool.metadata = {
+            **(task_tool.metadata or {}),
+            IN_ORDER_METADATA: True,
+            REQUEST_VERBS_METADATA: REQUEST_VERBS[task_tool.name],
+        }
     return tools

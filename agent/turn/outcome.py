@@ -80,6 +80,24 @@ def plan_complete_message(rows: Sequence[TurnTodo]) -> str:
     return render_prompt("plan_complete", done=_done_lines(rows))
 
 
+def plan_finished_message(rows: Sequence[TurnTodo]) -> str:
+    """The answer built from a finished plan's rows (the compact profile's answer): everything
+    done, or, when some items were cancelled, what was done and what was not, said first."""
+    if not any(row.status == "cancelled" for row in rows):
+        return plan_complete_message(rows)
+    completed = [row for row in rows if row.status == "completed"]
+    cancelled = [row for row in rows if row.status == "cancelled"]
+    return render_prompt(
+        "plan_partly_done",
+        done=_done_lines(completed),
+        not_done="\n".join(
+            f"- {row.title}: {row.outcome or 'no reason given'}" for row in cancelled
+        ),
+        cancelled_count=len(cancelled),
+        total=len(rows),
+    )
+
+
 def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:
     """The final answer when the model or the database failed mid-turn."""
     if rows:

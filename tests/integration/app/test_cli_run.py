@@ -51,7 +51,7 @@ def test_run_prints_the_plan_and_exits_zero(
     assert status == 0
     assert "✓ completed Add milk — did Add milk" in out
     assert "All done." in out
-    assert "turn answered · 4 LLM call(s) · 0 plan item(s) left open" in out
+    assert "turn answered · 4 LLM call(s) in 4 step(s) · 0 plan item(s) left open" in out
     assert scripted_openai.requests[0]["tool_choice"]["function"]["name"] == "create_todo"
 
 

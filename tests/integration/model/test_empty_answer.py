@@ -409,7 +409,7 @@ def test_run_asks_an_empty_completion_again_and_exits_zero_on_the_real_answer(
     out = capsys.readouterr().out
     assert status == 0
     assert "answer:\nHello there." in out
-    assert "turn answered · 2 LLM call(s)" in out
+    assert "turn answered · 2 LLM call(s) in 2 step(s)" in out
     second = scripted_openai.requests[1]["messages"]
     assert ASKED in str(second[-1]["content"])
     assert not any(message["role"] == "assistant" for message in second)
@@ -428,7 +428,7 @@ def test_run_exits_no_answer_after_two_empty_completions_and_says_why(
     captured = capsys.readouterr()
     assert status == run_exit_status("no_answer") == 5
     assert "I have no answer to this request" in captured.out
-    assert "turn no_answer · 2 LLM call(s)" in captured.out
+    assert "turn no_answer · 2 LLM call(s) in 2 step(s)" in captured.out
     assert captured.err.strip().splitlines()[-1] == (
         "turnplan run: turn no_answer (exit 5): the model replied with nothing, no text and no "
         "tool call, also when asked again (the message above gives the plan's state)."

@@ -23,14 +23,14 @@ async def test_run_turn_prints_the_plan_moving_and_the_answer(database: Database
         "Add milk and eggs to my tasks", model=model, database_url=database.url, out=out
     )
     text = out.getvalue()
-    assert report.status == "answered" and report.open_items == 0 and report.llm_calls == 4
+    assert report.status == "answered" and report.open_items == 0 and report.llm_calls == report.model_calls == 4
     lines = [line.strip() for line in text.splitlines()]
     assert "+ planned   milk" in lines and "+ planned   eggs" in lines
     assert "> started   milk" in lines
     assert "✓ completed milk — did milk" in lines
     assert "· add_task(title='eggs')" in lines
     assert "Done: 2 items." in text
-    assert "turn answered · 4 LLM call(s) · 0 plan item(s) left open" in text
+    assert "turn answered · 4 LLM call(s) in 4 step(s) · 0 plan item(s) left open" in text
 
 
 async def test_a_failed_call_is_printed_in_a_round_that_also_changed_the_plan(

@@ -24,6 +24,7 @@ from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from storage.models import TurnTodo
+from tests.fakes import ScriptedChatModel
 
 REQUEST = (
     "Plan my Saturday: add 'buy groceries' and 'do laundry' to my tasks, then show me the rest"
@@ -83,19 +84,116 @@ def test_unknown_profile_is_refused_with_the_choices() -> None:
         Context(prompt_profile="tiny")  # type: ignore[arg-type]
 
 
-def test_forced_planning_offers_create_todo_alone_with_titles_only(tools: list[Any]) -> None:
-    binding = step_binding(tools, [], [HumanMessage(REQUEST)], "create_todo", REQUEST)
+def planned_row(tool: str, target: str, clause: str, *, status: str = "in_progress") -> TurnTodo:
+    from agent.prompting.compact_tools import PlannedAction
+
+    context = PlannedAction(tool, target, clause).as_context()
+    return TurnTodo(id="id-1", title=target, status=status, priority=0, context=context)
+
+
+def test_a_request_whose_verbs_name_every_step_is_planned_without_the_model(
+    tools: list[Any],
+) -> None:
+    request = (
+        "Plan my Saturday: add 'buy groceries' and 'do laundry' to my tasks, "
+        "then show me what is left"
+    )
+
+    binding = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
+
+    assert binding.reply is not None and binding.tools == []
+    [call] = binding.reply.tool_calls
+    items = call["args"]["items"]
+    # The heading is no item, no item restates another, and "show me" is a list step.
+    assert [item["title"] for item in items] == [
+        "buy groceries",
+        "do laundry",
+        "show me what is left",
+    ]
+    assert [item["context"].split()[1] for item in items] == [
+        "add_task",
+        "add_task",
+        "list_tasks",
+    ]
+
+
+def test_steps_no_verb_names_are_left_to_the_model_as_a_closed_choice(
+    tools: list[Any],
+) -> None:
+    request = "Saturday is busy; groceries, and show me everything"
+
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
 
     [tool] = binding.tools
-    item = tool["function"]["parameters"]["properties"]["items"]["items"]
-    assert binding.tool_choice == "create_todo"
-    assert list(item["properties"]) == ["title"]  # context, criteria, agentType, order dropped
-    assert item["properties"]["title"]["maxLength"] <= 120
+    properties = tool["function"]["parameters"]["properties"]
+    assert binding.tool_choice == "plan_steps"
+    assert list(properties) == ["Saturday is busy", "groceries"]  # "show me" is decided
+    assert properties["groceries"]["enum"][-1] == "none"
+    assert set(properties["groceries"]["enum"]) >= {"add_task", "list_tasks", "none"}
+
+
+async def test_the_models_choices_and_the_verbs_make_one_create_todo_call(
+    tools: list[Any],
+) -> None:
+    from agent.prompting.compact_tools import bind_step
+
+    request = "Saturday is busy; groceries, and show me everything"
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    choice = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "plan_steps",
+                "args": {"Saturday is busy": "none", "groceries": "add_task"},
+                "id": "call-plan",
+            }
+        ],
+    )
+    model = ScriptedChatModel(script=[choice])
+
+    planned = await bind_step(model, binding).ainvoke([HumanMessage(request)])
+
+    [call] = planned.tool_calls
+    assert (call["name"], call["id"]) == ("create_todo", "call-plan")
+    assert [item["title"] for item in call["args"]["items"]] == [
+        "groceries",
+        "show me everything",
+    ]
+
+
+def test_a_planned_action_whose_words_fix_every_argument_is_made_without_the_model(
+    tools: list[Any],
+) -> None:
+    rows = [planned_row("add_task", "buy groceries", "add 'buy groceries' to my tasks")]
+
+    binding = step_binding(tools, rows, [tool_result("create_todo")], None, REQUEST)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert (call["name"], call["args"]) == ("add_task", {"title": "buy groceries"})
+
+
+def test_a_planned_list_offers_only_the_list_tool_with_its_filter_to_choose(
+    tools: list[Any],
+) -> None:
+    rows = [planned_row("list_tasks", "what is left", "show me what is left")]
+
+    binding = step_binding(tools, rows, [tool_result("create_todo")], None, REQUEST)
+
+    [tool] = binding.tools
+    assert binding.reply is None and binding.tool_choice == "list_tasks"
+    assert tool["function"]["parameters"]["properties"]["filter"]["enum"] == [
+        "all",
+        "pending",
+        "completed",
+    ]
 
 
 def test_an_item_just_started_offers_the_domain_tools_with_the_users_words(
     tools: list[Any],
 ) -> None:
+    """A row the compact plan did not make (a full-profile plan, a user's edit) is worked
+    with every domain tool, as before."""
     rows = [row("buy groceries", "in_progress"), row("do laundry", "pending", id="id-2")]
 
     binding = step_binding(tools, rows, [tool_result("create_todo")], None, REQUEST)
@@ -126,46 +224,49 @@ def test_quoted_words_of_the_request_ground_an_item_that_names_them() -> None:
     assert phrases == ["call mom", "Add 'call mom' to my tasks"]  # 'pay rent' is another item
 
 
-def test_after_a_successful_action_the_model_must_close_the_item_as_completed(
+def test_after_a_successful_action_the_harness_closes_the_item_with_what_it_returned(
     tools: list[Any],
 ) -> None:
-    rows = [row("buy groceries", "in_progress")]
-    added = json.dumps({"status": "success", "title": "buy groceries"})
+    rows = [planned_row("list_tasks", "what is left", "show me what is left")]
+    listed = json.dumps(
+        {
+            "status": "success",
+            "filter": "pending",
+            "count": 2,
+            "tasks": [{"title": "buy groceries"}, {"title": "do laundry"}],
+        }
+    )
     history = [
         tool_result("create_todo"),
         AIMessage(content=""),
-        tool_result("add_task", content=added),
+        tool_result("list_tasks", content=listed),
     ]
 
     binding = step_binding(tools, rows, history, None, REQUEST)
-    [tool] = binding.tools
-    properties = tool["function"]["parameters"]["properties"]
 
-    assert binding.tool_choice == "complete_todo"
-    assert properties["todoId"] == {"const": "id-1"}
-    assert properties["outcome"] == {"enum": ["add_task: buy groceries"]}
-    assert "status" not in properties
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert call["name"] == "complete_todo"
+    assert call["args"] == {
+        "todoId": "id-1",
+        "outcome": "list_tasks: 2 pending task(s): buy groceries; do laundry",
+    }
 
 
-def test_after_failed_actions_the_model_may_cancel_the_item(tools: list[Any]) -> None:
-    rows = [row("buy groceries", "in_progress")]
-    history = [
-        tool_result("create_todo"),
-        tool_result("add_task", error=True),
-        tool_result("add_task", error=True),
-    ]
+def test_a_failed_action_is_cancelled_with_its_error(tools: list[Any]) -> None:
+    rows = [planned_row("complete_task", "dentist", "mark the dentist as done")]
+    error = json.dumps({"error": "NOT_FOUND", "message": "No task found matching 'dentist'."})
+    history = [tool_result("create_todo"), tool_result("complete_task", error=True, content=error)]
 
     binding = step_binding(tools, rows, history, None, REQUEST)
-    [tool] = binding.tools
 
-    assert binding.tool_choice == "complete_todo"
-    assert tool["function"]["parameters"]["properties"]["status"]["enum"] == [
-        "completed",
-        "cancelled",
-    ]
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert call["args"]["status"] == "cancelled"
+    assert call["args"]["outcome"] == "complete_task failed: No task found matching 'dentist'."
 
 
-def test_one_failed_action_gets_another_try(tools: list[Any]) -> None:
+def test_one_failed_action_of_an_item_the_model_works_gets_another_try(tools: list[Any]) -> None:
     rows = [row("buy groceries", "in_progress")]
     history = [tool_result("create_todo"), tool_result("add_task", error=True)]
 

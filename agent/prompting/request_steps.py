@@ -1,0 +1,228 @@
+"""The steps of a user's request, in the user's own words, for the compact profile's plan.
+
+Why: a small model asked to write a plan restated items ("add buy groceries" beside "buy
+groceries"), invented items for single-item requests and never planned the request's "show me
+what is left" (measured: 1 plan in 43 covered a "show" or "mark ... done" step). Writing a plan
+is the hard part for it; saying which tool does a given phrase is not. So the harness cuts the
+request into its candidate steps (every clause, every quoted phrase), and the model only says,
+for each one, which tool does it, or that it is not an action. Every part of the request is
+looked at, no title is invented, and one phrase can only become one row.
+
+The cutting is plain text work, kept here apart from the grammar that uses it
+(``agent.prompting.compact_tools``):
+
+- quoted phrases (straight or curly quotes) are kept whole, whatever they contain;
+- clauses end at sentence punctuation, commas, and words that start a new step ("then",
+  "after that", "also", "finally", ...), and a clause is cut again at "and";
+- a part with quoted phrases gives one step per phrase (its clause says what to do with it);
+  a part without quotes is a step of its own words;
+- ``core_phrase`` trims a step to what a tool argument needs: the leading verb and courtesy
+  ("please add", "mark", "remove the") and the trailing destination ("to my tasks", "as done").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_STEPS = 12
+"""Steps offered to the model at most; a longer request keeps its first ones (each step is one
+key of the plan grammar, and the grammar's length is what a small model pays for)."""
+
+MAX_PHRASE = 120
+
+_QUOTE = re.compile(
+    "'([^']{1,120})'|\"([^\"]{1,120})\"|\u2018([^\u2019]{1,120})\u2019|\u201c([^\u201d]{1,120})\u201d"
+)
+_PLACEHOLDER = re.compile("\x00(\\d+)\x00")
+_CLAUSE_BREAK = re.compile(
+    r"[.;:!?\n]+\s*"
+    r"|(?<!\x00),\s*(?!(?:and\s+|or\s+)?\x00)"  # a comma, unless it lists quoted phrases
+    r"|\s+-\s+"
+    r"|\b(?:and\s+)?(?:then|after that|afterwards|also|finally|next|lastly|plus)\b",
+    re.IGNORECASE,
+)
+_AND = re.compile(r"\s*\band\b\s*|\s*&\s*", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z0-9\x00]")
+
+_FILLER = (
+    r"(?:please|pls|kindly|can you|could you|would you|will you|i need you to|i want you to|"
+    r"i'd like you to|i need to|i want to|i'd like to|let's|let us|go ahead and|now|and|so|"
+    r"ok|okay|hey|hi|hello|thanks|thank you)"
+)
+_LEADING_FILLER = re.compile(rf"^(?:{_FILLER}\b[\s,]*)+", re.IGNORECASE)
+_ONLY_FILLER = re.compile(rf"^(?:{_FILLER}\b[\s,.!?]*)+$", re.IGNORECASE)
+_LEADING_VERB = re.compile(
+    r"^(?:add|create|put|insert|include|note|write down|jot down|record|make|set up|"
+    r"mark|complete|finish|check off|tick off|cross off|close|"
+    r"delete|remove|drop|erase|get rid of|cancel|"
+    r"rename|change|update|edit|"
+    r"show|list|display|tell|give|read|print|get)\b\s*(?:me\s+)?",
+    re.IGNORECASE,
+)
+_LEADING_TASK_NOUN = re.compile(
+    r"^(?:(?:a|an|the|my)\s+)?(?:new\s+)?(?:task|todo|item)s?\b"
+    r"(?:\s+(?:called|named|to|for|saying))?\s*",
+    re.IGNORECASE,
+)
+_LEADING_ARTICLE = re.compile(r"^(?:the|my|a|an|that|this)\s+", re.IGNORECASE)
+_TRAILING_PLACE = re.compile(
+    r"\s*\b(?:to|on|onto|in|into|from|off|in)\s+(?:my|the|our)\s+(?:personal\s+)?"
+    r"(?:(?:task|todo|to-do|to do)\s*)?(?:list|tasks|todos|to-dos|task list|todo list)\b.*$"
+    r"|\s*\bas\s+(?:a\s+)?(?:task|todo)\b.*$"
+    r"|\s*\bas\s+(?:done|complete|completed|finished)\b.*$"
+    r"|\s*\b(?:done|off)\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class RequestStep:
+    """One candidate step: ``phrase`` is the user's words for its object (a quoted phrase, or a
+    clause without quotes); ``clause`` is the part of the request it came from; ``words`` is
+    what the model is shown for it: the clause with this quoted phrase alone ("add 'x' to my
+    tasks" out of "add 'x' and 'y' to my tasks"), so every step carries its own verb."""
+
+    phrase: str
+    clause: str
+    quoted: bool
+    words: str
+    heading: bool = False
+    """The clause introduces the steps after it ("Plan my Saturday: ..."); not an action."""
+    follows: str = ""
+    """The words before this step in its clause, or the heading it comes under: a step
+    without a verb of its own ("add milk and eggs") takes theirs."""
+
+
+def _protect_quotes(request: str) -> tuple[str, list[str]]:
+    """The request with each quoted phrase replaced by a placeholder, and the phrases."""
+    phrases: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        phrases.append(next(group for group in match.groups() if group).strip())
+        return f"\x00{len(phrases) - 1}\x00"
+
+    return _QUOTE.sub(hide, request), phrases
+
+
+def _restore(text: str, phrases: list[str]) -> str:
+    return _PLACEHOLDER.sub(lambda match: f"'{phrases[int(match.group(1))]}'", text)
+
+
+def _clean(part: str) -> str:
+    part = " ".join(part.split()).strip(" ,.;:!?-")
+    return _LEADING_FILLER.sub("", part).strip(" ,.;:!?-")
+
+
+def _clauses(hidden: str) -> list[tuple[str, bool, bool]]:
+    """The request's clauses, each with whether it introduces what follows (ends in ":") and
+    whether it goes on after a comma alone (a list of items: "add milk, eggs")."""
+    clauses: list[tuple[str, bool, bool]] = []
+    position = 0
+    comma = False
+    for match in _CLAUSE_BREAK.finditer(hidden):
+        clauses.append((hidden[position : match.start()], ":" in match.group(0), comma))
+        comma = match.group(0).strip() == ","
+        position = match.end()
+    clauses.append((hidden[position:], False, comma))
+    return [clause for clause in clauses if clause[0] and _WORD.search(clause[0])]
+
+
+def request_steps(request: str) -> list[RequestStep]:
+    """The request's candidate steps, in order, without repeats (compared case-insensitively)."""
+    hidden, quoted = _protect_quotes(request)
+    steps: list[RequestStep] = []
+    seen: set[str] = set()
+
+    def add(phrase: str, clause: str, is_quoted: bool, words: str, **more: Any) -> None:
+        phrase = phrase.strip()[:MAX_PHRASE]
+        words = words.strip()[:MAX_PHRASE]
+        key = words.casefold()
+        if phrase and key not in seen and len(steps) < MAX_STEPS:
+            seen.add(key)
+            steps.append(RequestStep(phrase, clause, is_quoted, words, **more))
+
+    clauses = _clauses(hidden)
+    previous = ""
+    heading = ""
+    before = ""
+    for number, (raw_clause, introduces, after_comma) in enumerate(clauses):
+        is_heading = introduces and number + 1 < len(clauses)
+        clause = _restore(_clean(raw_clause), quoted)
+        lead = _clean(raw_clause)
+        if not _words_besides_quotes(lead) and previous:
+            # A bare list of quoted items ("Add three tasks: 'a', 'b'") takes the verb of the
+            # clause before it.
+            lead = f"{previous}: {lead}"
+        before = before if after_comma else heading
+        for raw_part in _AND.split(raw_clause):
+            part = _clean(raw_part)
+            if not part or _ONLY_FILLER.match(part) or not _WORD.search(part):
+                continue
+            indexes = [int(match.group(1)) for match in _PLACEHOLDER.finditer(part)]
+            if indexes:
+                for index in indexes:
+                    words = _restore(_alone(lead, index), quoted)
+                    add(quoted[index], clause, True, words, follows=before)
+                before = _restore(part, quoted)
+            else:
+                add(part, clause, False, part, heading=is_heading, follows=before)
+                before = part
+        if _words_besides_quotes(lead):
+            previous = lead
+        heading = _restore(lead, quoted) if is_heading else ""
+    return steps
+
+
+_QUOTE_LIST = re.compile(
+    "\x00\\d+\x00(?:\\s*(?:,\\s*(?:and\\b|or\\b)?|\\band\\b|\\bor\\b|&)\\s*\x00\\d+\x00)*",
+    re.IGNORECASE,
+)
+"""Quoted phrases listed together: 'a', 'b' and 'c'."""
+
+
+def _words_besides_quotes(hidden: str) -> bool:
+    return bool(_WORD.search(re.sub(r"\x00\d+\x00|\b(?:and|or)\b", "", hidden)))
+
+
+def _alone(hidden_clause: str, index: int) -> str:
+    """The words of the clause about quoted phrase ``index``: the list it is in reduced to it,
+    and only the part (between "and"s) that holds it ("add 'x' to my tasks" out of "add 'x'
+    and 'y' to my tasks and show me all")."""
+    own = f"\x00{index}\x00"
+    text = _QUOTE_LIST.sub(
+        lambda match: own if own in match.group(0) else match.group(0), hidden_clause
+    )
+    part = next((part for part in _AND.split(text) if own in part), own)
+    return " ".join(part.split())
+
+
+_SUBJECT = re.compile(r"^(?:i|we|i've|i have|i'm|we've)\s+(?=\w)", re.IGNORECASE)
+
+
+def verb_at_start(words: str, verbs: tuple[str, ...] | list[str]) -> str | None:
+    """The verb of ``verbs`` that ``words`` start with (after courtesy), longest first."""
+    text = _LEADING_FILLER.sub("", words).strip().casefold()
+    for verb in sorted(verbs, key=len, reverse=True):
+        if re.match(rf"{re.escape(verb.casefold())}(?![\w'])", text):
+            return verb
+    return None
+
+
+def core_phrase(step: RequestStep, verb: str | None = None) -> str:
+    """What a tool argument takes from the step: a quoted phrase as it is; a clause without
+    its leading ``verb`` (or a common one), courtesy, subject and article, and its trailing
+    destination ("to my tasks", "as done"). Falls back to the whole phrase when trimming would
+    leave nothing."""
+    if step.quoted:
+        return step.phrase
+    text = _LEADING_FILLER.sub("", step.phrase).strip()
+    if verb is not None and text.casefold().startswith(verb.casefold()):
+        text = text[len(verb) :]
+    else:
+        text = _LEADING_VERB.sub("", _SUBJECT.sub("", text))
+    text = _LEADING_TASK_NOUN.sub("", text.strip())
+    text = _TRAILING_PLACE.sub("", text)
+    text = _LEADING_ARTICLE.sub("", text).strip(" ,.;:!?-")
+    return text or step.phrase
