@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -56,6 +56,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from agent.prompting.request_steps import RequestStep, core_phrase, request_steps, verb_at_start
 from agent.tool_names import ASK_USER, REQUEST_VERBS_METADATA, TODO_TOOL_NAMES
 from agent.turn.outcome import plan_finished_message
+from prompts import render_prompt
 from storage.models import TurnTodo
 
 MAX_STRING_LENGTH = 120
@@ -141,9 +142,12 @@ def compact_tool(tool: BaseTool, *, todo_id: str | None = None) -> dict[str, Any
 
 
 def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
-    """Results of non-todo tools after the newest todo-tool result (the current item's work)."""
+    """Results of non-todo tools after the newest todo-tool result or user message (the
+    current item's work, or a direct action's in a turn without a plan), newest first."""
     results: list[ToolMessage] = []
     for message in reversed(history):
+        if isinstance(message, HumanMessage):
+            break
         if isinstance(message, ToolMessage):
             if message.name in TODO_TOOL_NAMES:
                 break
@@ -212,6 +216,8 @@ def step_phase(
     rows: Sequence[TurnTodo], history: Sequence[AnyMessage], required_tool: str | None
 ) -> Phase:
     """What this call is for, from the plan rows and the history (pure, so it is testable)."""
+    if required_tool is None and not rows and _since_last_todo_result(history):
+        return "answer"  # a one-step request was done directly, without a plan
     if required_tool is not None or not rows:
         return "plan"
     current = next((row for row in rows if row.status == "in_progress"), None)
@@ -277,6 +283,9 @@ def step_binding(
         return StepBinding(
             phase, [compact_tool(by_name[name]) for name in names], "auto", PLAN_MAX_TOKENS
         )
+    if phase == "answer" and not rows:
+        reply = AIMessage(content=direct_answer(history))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     if phase == "answer" or current is None:
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     if phase == "close":
@@ -305,6 +314,14 @@ def step_binding(
     phrases = grounded_phrases(current, request)
     domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
     return StepBinding(phase, [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
+
+
+def direct_answer(history: Sequence[AnyMessage]) -> str:
+    """The answer of a one-step request done without a plan, from what its action returned."""
+    outcomes = action_outcomes(history)
+    if outcomes:
+        return render_prompt("direct_done", outcome="; ".join(outcomes))
+    return render_prompt("direct_failed", outcome=failure_outcome(history))
 
 
 def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBinding:
@@ -399,6 +416,12 @@ def _plan_binding(
             plan_tools=tuple(tools),
         )
     items = plan_items(steps, decided, tools)
+    by_name = {tool.name: tool for tool in tools}
+    if len(items) == 1 and not required:
+        # One step needs no plan (planning "auto"): the harness does it and answers from it.
+        action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
+        if action is not None and action.tool in by_name:
+            return _planned_action_binding(by_name[action.tool], action)
     if items or required:
         return StepBinding(
             "plan",

@@ -23,7 +23,11 @@ async def test_run_turn_prints_the_plan_moving_and_the_answer(database: Database
         "Add milk and eggs to my tasks", model=model, database_url=database.url, out=out
     )
     text = out.getvalue()
-    assert report.status == "answered" and report.open_items == 0 and report.llm_calls == report.model_calls == 4
+    assert (
+        report.status == "answered"
+        and report.open_items == 0
+        and report.llm_calls == report.model_calls == 4
+    )
     lines = [line.strip() for line in text.splitlines()]
     assert "+ planned   milk" in lines and "+ planned   eggs" in lines
     assert "> started   milk" in lines

@@ -349,3 +349,46 @@ def test_local_token_cap_is_sent_as_max_tokens() -> None:
     assert payload["max_tokens"] == 64
     assert "max_completion_tokens" not in payload
     assert json.dumps(payload)  # still one JSON body
+
+
+def test_a_one_step_request_is_done_without_a_plan_and_answered_from_its_result(
+    tools: list[Any],
+) -> None:
+    request = "add 'call mom' to my tasks"
+
+    act = step_binding(tools, [], [HumanMessage(request)], None, request)
+
+    assert act.reply is not None
+    [call] = act.reply.tool_calls
+    assert (call["name"], call["args"]) == ("add_task", {"title": "call mom"})
+    added = json.dumps({"status": "success", "title": "call mom"})
+    history = [HumanMessage(request), act.reply, tool_result("add_task", content=added)]
+
+    answer = step_binding(tools, [], history, None, request)
+
+    assert answer.phase == "answer" and answer.reply is not None
+    assert answer.reply.content.strip() == "Done: add_task: call mom"
+
+
+def test_a_one_step_request_must_still_be_planned_when_planning_is_always(
+    tools: list[Any],
+) -> None:
+    request = "add 'call mom' to my tasks"
+
+    binding = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert call["name"] == "create_todo"
+    assert [item["title"] for item in call["args"]["items"]] == ["call mom"]
+
+
+def test_results_of_an_earlier_turn_do_not_count_as_this_turns_action(
+    tools: list[Any],
+) -> None:
+    earlier = tool_result("add_task", content=json.dumps({"title": "milk"}))
+    request = "add 'call mom' to my tasks"
+
+    binding = step_binding(tools, [], [earlier, HumanMessage(request)], None, request)
+
+    assert binding.phase == "act"
