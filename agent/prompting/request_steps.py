@@ -47,7 +47,8 @@ _AND = re.compile(r"\s*\band\b\s*|\s*&\s*", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z0-9\x00]")
 
 _FILLER = (
-    r"(?:please|pls|kindly|can you|could you|would you|will you|i need you to|i want you to|"
+    r"(?:please|pls|kindly|can you|could you|would you|will you|you can|you could|"
+    r"i need you to|i want you to|"
     r"i'd like you to|i need to|i want to|i'd like to|let's|let us|go ahead and|now|and|so|"
     r"ok|okay|hey|hi|hello|thanks|thank you)"
 )
@@ -72,7 +73,8 @@ _TRAILING_PLACE = re.compile(
     r"(?:(?:task|todo|to-do|to do)\s*)?(?:list|tasks|todos|to-dos|task list|todo list)\b.*$"
     r"|\s*\bas\s+(?:a\s+)?(?:task|todo)\b.*$"
     r"|\s*\bas\s+(?:done|complete|completed|finished)\b.*$"
-    r"|\s*\b(?:done|off)\s*$",
+    r"|\s*\b(?:done|off)\s*$"
+    r"|\s+(?:task|todo|to-do|item)s?\s*$",  # "delete the gym task": the task is "gym"
     re.IGNORECASE,
 )
 
