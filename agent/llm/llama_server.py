@@ -55,6 +55,21 @@ def disable_extra_buffer_types() -> None:
     llama_lib.llama_model_load_from_file = load_without_extra_buffer_types
 
 
+def register_template_tool_calls() -> None:
+    """Make ``--chat_format turnplan-gguf-template-tools`` available to the server (idempotent):
+    the GGUF's own chat template with tools, see ``agent.llm.template_tool_calls``."""
+    from llama_cpp import llama_chat_format
+
+    from agent.llm.embedded_models import GGUF_TEMPLATE_TOOLS
+    from agent.llm.template_tool_calls import gguf_template_tool_calls
+
+    # Untyped singleton, and our handler takes the wire's plain dicts rather than its TypedDicts.
+    registry: Any = llama_chat_format.LlamaChatCompletionHandlerRegistry
+    registry().register_chat_completion_handler(
+        GGUF_TEMPLATE_TOOLS, gguf_template_tool_calls, overwrite=True
+    )
+
+
 def loaded_use_extra_bufts() -> bool | None:
     """``use_extra_bufts`` of the model the server app holds, or None if none is loaded."""
     from llama_cpp.server import app as server_app
@@ -84,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_settings = [cast(ModelSettings, parse_model_from_args(ModelSettings, args))]
 
     disable_extra_buffer_types()
+    register_template_tool_calls()
     app = create_app(server_settings=server_settings, model_settings=model_settings)
     print(f"{LOADED_LINE_PREFIX}{loaded_use_extra_bufts()}", file=sys.stderr, flush=True)
     uvicorn.run(
