@@ -9,7 +9,10 @@ packages are not installed is skipped, naming its extra.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import signal
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -90,3 +93,53 @@ async def test_a_call_with_tools_and_no_tool_choice_returns_a_tool_call(
         streamed = chunk if streamed is None else streamed + chunk
     assert streamed is not None
     assert [call["name"] for call in streamed.tool_calls] == ["add_task"], streamed
+
+
+QWEN_05B = EMBEDDED_MODELS["qwen2.5-coder-0.5b"]
+
+
+@_installed(QWEN_05B)
+async def test_serve_model_shows_what_it_loads_and_when_it_is_ready() -> None:
+    """The terminal is not blank while the model loads: `turnplan serve-model` (like `turnplan
+    run` and the dev server, which start it through the same code) says what it loads."""
+    command = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "agent.app.cli",
+        "serve-model",
+        "--model",
+        f"local:{QWEN_05B.name}",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert command.stderr is not None
+    shown: list[str] = []
+    try:
+        async with asyncio.timeout(300):
+            while not any("ready in" in line for line in shown):
+                line = (await command.stderr.readline()).decode()
+                assert line, f"serve-model ended early: {shown}"
+                shown.append(line)
+    finally:
+        command.send_signal(signal.SIGTERM)
+        await command.communicate()
+
+    assert any(line.startswith(f"loading {QWEN_05B.title} (491 MB)") for line in shown), shown
+    assert command.returncode == 0
+
+
+async def test_serve_model_refuses_an_unknown_model() -> None:
+    command = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "agent.app.cli",
+        "serve-model",
+        "--model",
+        "local:nope",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await command.communicate()
+
+    assert command.returncode == 1
+    assert b"Unknown embedded model 'nope'" in err
