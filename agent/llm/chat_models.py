@@ -106,7 +106,8 @@ LOCAL = "local"
 OPENAI = "openai"
 
 ACCEPTED_FORMS = (
-    '"local[:<name>]", "openai:<model>" (OpenAI, or a compatible server at OPENAI_BASE_URL), or '
+    '"local" or "local:<name>", "openai:<model>" (OpenAI, or a compatible server at '
+    "OPENAI_BASE_URL), or "
     '"<provider>:<model>" of LangChain\'s init_chat_model, e.g. anthropic:claude-sonnet-4-5 '
     "(docs/models.md)"
 )
