@@ -50,19 +50,15 @@ from typing import IO
 
 from agent.child_process import spawn
 from agent.llm.embedded_models import (
-    CACHE_ENV,
     DEFAULT_EMBEDDED_MODEL,
     EMBEDDED_MODELS,
     EmbeddedModel,
     Progress,
     embedded_model,
     ensure_embedded_model_file,
-    model_cache_dir,
     print_progress,
 )
 from agent.llm.model_errors import ModelConfigurationError
-
-__all__ = ["CACHE_ENV", "model_cache_dir"]
 
 URL_ENV = "TURNPLAN_LOCAL_MODEL_URL"
 """Base URL of an already running local model server; when set, none is started."""
