@@ -33,14 +33,21 @@ def add_serve_model(subparsers: Subparsers) -> None:
         "serve-model",
         help="run the embedded local model as an OpenAI-compatible server until Ctrl-C",
         description=(
-            "Assemble the embedded Gemma 3 270M model (once) and serve it with llama.cpp on "
-            "127.0.0.1, so several turnplan processes, or any OpenAI client, can share it."
+            "Assemble an embedded model (once) and serve it with llama.cpp on 127.0.0.1, so "
+            "several turnplan processes, or any OpenAI client, can share it."
         ),
     )
     parser.add_argument(
         "--port", type=int, default=None, help="port to listen on (default: a free one)"
     )
-    parser.set_defaults(handler=lambda args: asyncio.run(serve_model(port=args.port)))
+    parser.add_argument(
+        "--model",
+        default="local",
+        help="local (the default embedded model) or local:<name>, see docs/models.md",
+    )
+    parser.set_defaults(
+        handler=lambda args: asyncio.run(serve_model(port=args.port, model=args.model))
+    )
 
 
 def add_run(subparsers: Subparsers) -> None:
@@ -347,16 +354,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def serve_model(*, port: int | None) -> int:
+async def serve_model(*, port: int | None, model: str = "local") -> int:
     """Serve until SIGINT/SIGTERM; exit status 0 after a requested stop, 1 if the server failed."""
+    from agent.llm.embedded_models import embedded_model
     from agent.llm.local_model import MODEL_ALIAS, LocalModelServer
     from agent.llm.model_errors import ModelConfigurationError
+
+    try:
+        chosen = embedded_model(model)
+    except ModelConfigurationError as error:
+        print(f"turnplan serve-model: {error}", file=sys.stderr)
+        return 1
 
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop_requested.set)
-    server = LocalModelServer(port=port)
+    server = LocalModelServer(port=port, model=chosen)
     print("Starting the local model server (the first start assembles the model)...", flush=True)
     try:
         starting = asyncio.create_task(asyncio.to_thread(server.start))

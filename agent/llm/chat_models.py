@@ -2,8 +2,9 @@
 
 Settings are strings:
 
-- ``"local"``: the embedded Gemma 3 270M (see ``agent.llm.local_model``), served by llama.cpp
-  over the OpenAI chat-completions API on 127.0.0.1;
+- ``"local"``: the default embedded model, ``"local:<name>"`` another one of the catalogue
+  (``agent.llm.embedded_models``), served by llama.cpp over the OpenAI chat-completions API on
+  127.0.0.1 (``agent.llm.local_model``);
 - ``"openai:<model>"``: OpenAI, or any OpenAI-compatible server (``OPENAI_BASE_URL``: vLLM,
   Ollama, LiteLLM, ``turnplan serve-model``);
 - ``"<provider>:<model>"``: any other provider LangChain's ``init_chat_model`` knows
@@ -67,6 +68,7 @@ from pydantic import SecretStr, ValidationError
 
 from agent.context import Context
 from agent.errors import ErrorCode
+from agent.llm.embedded_models import embedded_model, is_local_setting
 from agent.llm.local_model import MODEL_ALIAS, shared_local_model_url
 from agent.llm.model_errors import (
     EmptyModelResponseError,
@@ -104,7 +106,8 @@ LOCAL = "local"
 OPENAI = "openai"
 
 ACCEPTED_FORMS = (
-    '"local", "openai:<model>" (OpenAI, or a compatible server at OPENAI_BASE_URL), or '
+    '"local" or "local:<name>", "openai:<model>" (OpenAI, or a compatible server at '
+    "OPENAI_BASE_URL), or "
     '"<provider>:<model>" of LangChain\'s init_chat_model, e.g. anthropic:claude-sonnet-4-5 '
     "(docs/models.md)"
 )
@@ -278,7 +281,8 @@ async def get_chat_model(
 ) -> BaseChatModel:
     """A chat model for the setting ``model``, reused across calls with the same settings.
 
-    ``"local"`` starts the embedded server on first use (see ``agent.llm.local_model``). Clients
+    ``"local"`` / ``"local:<name>"`` starts that embedded model's server on first use (see
+    ``agent.llm.local_model``); an unknown name or missing packages fail first. Clients
     are cached per event loop by (setting, timeout, retries, and the endpoint: base URL and key
     for ``openai:``, the provider's own environment variables for the others) so a turn's many
     LLM calls share one connection pool, and a changed environment gets a new client.
@@ -287,9 +291,11 @@ async def get_chat_model(
     provider, colon, name = setting.partition(":")
     build: Callable[[], BaseChatModel]
     key: tuple[Hashable, ...]
-    if setting == LOCAL:
-        base_url: str | None = await shared_local_model_url()
-        key = (setting, float(timeout), max_retries, base_url)
+    if is_local_setting(setting):
+        # One client per model file: "local" and "local:<its name>" share theirs.
+        embedded_name = embedded_model(setting).name
+        base_url: str | None = await shared_local_model_url(setting)
+        key = (LOCAL, embedded_name, float(timeout), max_retries, base_url)
         build = functools.partial(
             _compatible_chat_openai,
             MODEL_ALIAS,
@@ -305,7 +311,7 @@ async def get_chat_model(
         build = functools.partial(
             _compatible_chat_openai, name, base_url, api_key, timeout, max_retries, None
         )
-    elif colon and provider and name and provider != LOCAL:
+    elif colon and provider and name:
         key = (setting, float(timeout), max_retries, _provider_environment(provider))
         build = functools.partial(
             _provider_chat_model, setting, provider, name, timeout, max_retries

@@ -55,6 +55,22 @@ def disable_extra_buffer_types() -> None:
     llama_lib.llama_model_load_from_file = load_without_extra_buffer_types
 
 
+def register_tool_call_handlers() -> None:
+    """Make the chat formats of ``agent.llm.tool_call_handlers`` available to the server
+    (``--chat_format turnplan-gguf-template-tools`` / ``turnplan-chatml-tools``). Idempotent."""
+    from llama_cpp import llama_chat_format
+
+    from agent.llm.embedded_models import CHATML_TOOLS, GGUF_TEMPLATE_TOOLS
+    from agent.llm.tool_call_handlers import chatml_tools, gguf_template_tools
+
+    # Untyped singleton, and our handlers take the wire's plain dicts rather than its TypedDicts.
+    registry: Any = llama_chat_format.LlamaChatCompletionHandlerRegistry
+    registry().register_chat_completion_handler(
+        GGUF_TEMPLATE_TOOLS, gguf_template_tools, overwrite=True
+    )
+    registry().register_chat_completion_handler(CHATML_TOOLS, chatml_tools, overwrite=True)
+
+
 def loaded_use_extra_bufts() -> bool | None:
     """``use_extra_bufts`` of the model the server app holds, or None if none is loaded."""
     from llama_cpp.server import app as server_app
@@ -84,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_settings = [cast(ModelSettings, parse_model_from_args(ModelSettings, args))]
 
     disable_extra_buffer_types()
+    register_tool_call_handlers()
     app = create_app(server_settings=server_settings, model_settings=model_settings)
     print(f"{LOADED_LINE_PREFIX}{loaded_use_extra_bufts()}", file=sys.stderr, flush=True)
     uvicorn.run(

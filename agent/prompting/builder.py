@@ -43,6 +43,7 @@ from langchain_core.tools import BaseTool
 from agent.calls.safe_input import sendable
 from agent.context import Context
 from agent.errors import ErrorCode
+from agent.llm.embedded_models import is_local_setting
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
 from agent.turn.empty_answer import without_empty_replies
 from agent.turn.identity import call_record_id
@@ -55,8 +56,6 @@ Phase = Literal["planning", "working"]
 works the plan: each phase binds its own plan tools and gets its own section of the system
 prompt, the same on every call of the phase."""
 
-COMPACT_MODELS = frozenset({"local"})
-"""Model settings that get the compact profile when ``Context.prompt_profile`` is ``auto``."""
 
 DELEGATE = "delegate"
 """The hand-off tool (``agent.tools.delegate``): it acts on an item in progress."""
@@ -151,7 +150,8 @@ def prompt_profile(context: Context, model_setting: str | None) -> PromptProfile
     """
     if context.prompt_profile != "auto":
         return PROFILES[context.prompt_profile]
-    return COMPACT if model_setting in COMPACT_MODELS else FULL
+    # Every embedded model (``local``, ``local:<name>``) is small enough to need the compact one.
+    return COMPACT if model_setting is not None and is_local_setting(model_setting) else FULL
 
 
 def history_limit(profile: PromptProfile, configured: int, rows: Sequence[TurnTodo]) -> int:

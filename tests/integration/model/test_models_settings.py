@@ -46,7 +46,7 @@ def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_model_setting("") == "local"
 
 
-@pytest.mark.parametrize("setting", ["gpt-4o", "openai:", "local:big", ":claude", "anthropic:"])
+@pytest.mark.parametrize("setting", ["gpt-4o", "openai:", ":claude", "anthropic:"])
 async def test_unknown_setting_lists_the_accepted_forms(setting: str) -> None:
     with pytest.raises(ModelConfigurationError) as raised:
         await get_chat_model(setting, timeout=5, max_retries=0)
@@ -55,6 +55,14 @@ async def test_unknown_setting_lists_the_accepted_forms(setting: str) -> None:
     assert '"local"' in message
     assert "openai:<model>" in message
     assert '"<provider>:<model>"' in message
+
+
+async def test_an_unknown_embedded_model_lists_the_embedded_models() -> None:
+    with pytest.raises(ModelConfigurationError) as raised:
+        await get_chat_model("local:big", timeout=5, max_retries=0)
+    message = str(raised.value)
+    assert "'big'" in message
+    assert "local:qwen2.5-coder-1.5b" in message
 
 
 async def test_unknown_provider_is_named_with_the_accepted_forms() -> None:

@@ -67,6 +67,7 @@ def variants(binding: Any) -> dict[str, dict[str, Any]]:
     ("setting", "choice", "expected"),
     [
         ("local", "auto", "compact"),
+        ("local:qwen2.5-coder-1.5b", "auto", "compact"),
         ("openai:gpt-4o-mini", "auto", "full"),
         (None, "auto", "full"),  # a chat model instance: only an explicit choice counts
         ("openai:qwen2.5", "compact", "compact"),

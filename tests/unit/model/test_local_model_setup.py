@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from agent.llm.chat_models import ModelConfigurationError, clear_model_cache, get_chat_model
-from agent.llm.local_model import model_cache_dir, normalize_base_url, require_local_extra
+from agent.llm.embedded_models import model_cache_dir
+from agent.llm.local_model import normalize_base_url, require_local_extra
 from tests.fakes import pretend_llama_cpp_is_missing
 
 

@@ -1,0 +1,193 @@
+"""How a Qwen model's reply becomes OpenAI tool calls on the embedded server (the handler's
+parsing, without a model): every shape the real models were seen to answer in is understood,
+and text that is not a call stays the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.llm.tool_call_handlers import parse_tool_calls
+
+ADD_MILK = {"name": "add_task", "arguments": {"title": "buy milk"}}
+
+
+def _calls(text: str) -> tuple[str | None, list[tuple[str, object]]]:
+    content, calls = parse_tool_calls(text)
+    return content, [
+        (call["function"]["name"], json.loads(call["function"]["arguments"])) for call in calls
+    ]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # llama.cpp drops the special <tool_call> tokens from the text (Qwen2.5-Coder 0.5B)
+        json.dumps(ADD_MILK),
+        # the template's own example, braces doubled (Qwen2.5-Coder 1.5B copies it)
+        "{" + json.dumps(ADD_MILK) + "}",
+        # a fenced block (Qwen2.5-Coder 1.5B)
+        "```json\n" + json.dumps(ADD_MILK, indent=2) + "\n```",
+        # the tags, when they survive
+        "<tool_call>\n" + json.dumps(ADD_MILK) + "\n</tool_call>",
+    ],
+    ids=["bare", "doubled-braces", "fenced", "tagged"],
+)
+def test_each_shape_of_a_call_becomes_a_tool_call(reply: str) -> None:
+    assert _calls(reply) == (None, [("add_task", {"title": "buy milk"})])
+
+
+def test_several_calls_and_a_sentence_before_them() -> None:
+    reply = (
+        "I'll add both.\n"
+        + json.dumps(ADD_MILK)
+        + "\n"
+        + json.dumps({"name": "add_task", "arguments": {"title": "do laundry"}})
+    )
+
+    assert _calls(reply) == (
+        "I'll add both.",
+        [("add_task", {"title": "buy milk"}), ("add_task", {"title": "do laundry"})],
+    )
+
+
+def test_each_call_gets_its_own_id() -> None:
+    _, calls = parse_tool_calls(json.dumps(ADD_MILK) + json.dumps(ADD_MILK))
+
+    assert len({call["id"] for call in calls}) == 2
+
+
+def test_a_call_with_broken_json_is_kept_with_its_raw_text() -> None:
+    """Not lost and not shown as an answer: the client reports it as an invalid tool call."""
+    content, calls = parse_tool_calls('<tool_call>\n{"name": "add_task", "arguments": {"title": ')
+
+    assert content is None
+    assert calls[0]["function"]["name"] == "add_task"
+    assert calls[0]["function"]["arguments"].endswith('{"title":')
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["You have 2 open tasks.", 'The result is {"total": 2}.', '{"name": "Ann", "age": 3}'],
+)
+def test_an_answer_that_is_not_a_call_stays_the_answer(reply: str) -> None:
+    assert parse_tool_calls(reply) == (reply, [])
+
+
+# The handler itself, around a stand-in for llama_cpp.Llama that records the prompt it is given
+# and answers with a scripted text: what the model sees, and what the client gets back.
+
+TEMPLATE = (
+    "{% for t in tools or [] %}TOOL {{ t.function.name }}\n{% endfor %}"
+    "{% for m in messages %}{{ m.role }}:"
+    "{% if m.tool_calls %}{% for c in m.tool_calls %} CALL {{ c.function.name }} "
+    "{{ c.function.arguments | tojson }}{% endfor %}"
+    "{% else %} {{ m.content }}{% endif %}\n{% endfor %}"
+)
+
+
+class ScriptedLlama:
+    """What the chat handler uses of ``llama_cpp.Llama``, with the prompt kept as text."""
+
+    verbose = False
+
+    def __init__(self, reply: str) -> None:
+        self.metadata = {"tokenizer.chat_template": TEMPLATE}
+        self.reply = reply
+        self.prompts: list[str] = []
+
+    def token_eos(self) -> int:
+        return 2
+
+    def token_bos(self) -> int:
+        return 1
+
+    def detokenize(self, tokens: list[int], special: bool = False) -> bytes:
+        return b"</s>" if tokens == [2] else b"<s>"
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> str:
+        return text.decode()
+
+    def create_completion(self, *, prompt: str, **_: object) -> dict[str, object]:
+        self.prompts.append(prompt)
+        return {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "created": 1,
+            "model": "local",
+            "choices": [
+                {"text": self.reply, "index": 0, "logprobs": None, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add_task",
+            "parameters": {"type": "object", "properties": {"title": {"type": "string"}}},
+        },
+    }
+]
+HISTORY = [
+    {"role": "user", "content": "Add 'buy milk'."},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "add_task", "arguments": '{"title": "buy milk"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "added task 7"},
+]
+
+
+def test_the_model_sees_its_tools_and_the_tool_results_without_a_tool_choice() -> None:
+    pytest.importorskip("llama_cpp")
+    from agent.llm.tool_call_handlers import gguf_template_tools
+
+    llama = ScriptedLlama(json.dumps(ADD_MILK))
+
+    response = gguf_template_tools(llama=llama, messages=HISTORY, tools=TOOLS)
+
+    [prompt] = llama.prompts
+    assert "TOOL add_task" in prompt
+    assert "tool: added task 7" in prompt
+    assert 'CALL add_task {"title": "buy milk"}' in prompt  # an object, not a quoted string
+    choice = response["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["tool_calls"][0]["function"]["name"] == "add_task"
+
+
+def test_a_streamed_call_arrives_as_chunks_with_the_tool_call() -> None:
+    pytest.importorskip("llama_cpp")
+    from agent.llm.tool_call_handlers import gguf_template_tools
+
+    chunks = list(
+        gguf_template_tools(
+            llama=ScriptedLlama(json.dumps(ADD_MILK)), messages=HISTORY, tools=TOOLS, stream=True
+        )
+    )
+
+    assert chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "add_task"
+    assert chunks[0]["choices"][0]["delta"]["tool_calls"][0]["index"] == 0
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_a_plain_answer_stays_a_plain_answer() -> None:
+    pytest.importorskip("llama_cpp")
+    from agent.llm.tool_call_handlers import gguf_template_tools
+
+    response = gguf_template_tools(
+        llama=ScriptedLlama("You have one open task."), messages=HISTORY, tools=TOOLS
+    )
+
+    assert response["choices"][0]["message"]["content"] == "You have one open task."
+    assert response["choices"][0]["finish_reason"] == "stop"
