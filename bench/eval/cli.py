@@ -136,6 +136,8 @@ async def run_suite(
         for request in requests:
             for index in range(repeat):
                 for system in systems:
+                    started = f"{len(records) + 1}/{total} {system.name} {request.id} #{index + 1}"
+                    print(f"... {started}: running", file=progress, flush=True)
                     record = await run_one(system, request, model, index, limit)
                     records.append(record)
                     print(progress_line(len(records), total, record), file=progress, flush=True)

@@ -154,4 +154,6 @@ def test_the_cli_runs_every_system_and_reports_a_wrong_end_state_as_failed(
     assert "| todolist | 3 | 2/3 (67 %) |" in report
     assert "- **add-twice**, turnplan-off:" in report
     assert "| add-one | 1/1 | 1/1 | 1/1 | 1/1 |" in report
-    assert "12/12 todolist add-twice" in capsys.readouterr().err
+    progress = capsys.readouterr().err
+    assert "... 1/12 turnplan-auto add-one #1: running" in progress
+    assert "] 12/12 todolist add-twice #1: FAILED (personal tasks: duplicate titles" in progress
