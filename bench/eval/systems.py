@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NotRequired, Protocol
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -211,17 +211,34 @@ class TurnplanEval:
         )
 
 
-def _tool_errors_middleware() -> Any:
-    """A ``create_agent`` middleware that gives the model a failed tool call's error envelope,
-    as turnplan's tools node does (``ToolFailure`` would otherwise end the whole run), and
-    carries the conversation id the conversation task tools read from the state."""
+def _harness_middleware() -> Any:
+    """A ``create_agent`` middleware for what the harness needs and the framework lacks:
+
+    - a failed tool call's error envelope for the model, as turnplan's tools node gives it
+      (``ToolFailure`` would otherwise end the whole run);
+    - the conversation id in the state, where the conversation task tools read it;
+    - the system message as plain text: ``TodoListMiddleware`` appends its prompt as content
+      blocks, which llama.cpp's OpenAI server refuses (HTTP 500, "Input should be a valid
+      string"), so without this the system could not run on the embedded model at all. The
+      text is the same; only its JSON form changes. Listed after ``TodoListMiddleware`` so it
+      sees the message that middleware built.
+    """
     from langchain.agents.middleware import AgentMiddleware, AgentState
 
     class EvalState(AgentState[Any]):
         conversationId: NotRequired[str]
 
-    class ToolErrors(AgentMiddleware[EvalState, Any]):
+    class Harness(AgentMiddleware[EvalState, Any]):
         state_schema = EvalState
+
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            system = request.system_message
+            if system is not None and not isinstance(system.content, str):
+                text = "\n\n".join(
+                    block["text"] for block in system.content_blocks if block.get("type") == "text"
+                )
+                request = request.override(system_message=SystemMessage(content=text))
+            return await handler(request)
 
         async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
             try:
@@ -234,7 +251,7 @@ def _tool_errors_middleware() -> Any:
                     status="error",
                 )
 
-    return ToolErrors()
+    return Harness()
 
 
 def todolist_tools(
@@ -274,7 +291,7 @@ class TodoListEval:
                 chat_model,
                 tools,
                 system_prompt="\n\n".join([load_prompt("supervisor"), *sections]),
-                middleware=[TodoListMiddleware(), _tool_errors_middleware()],
+                middleware=[TodoListMiddleware(), _harness_middleware()],
                 checkpointer=InMemorySaver(),
             )
             state: Any = {

@@ -128,6 +128,10 @@ def test_the_cli_runs_every_system_and_reports_a_wrong_end_state_as_failed(
             ["--model", "openai:scripted", "--requests", str(requests_file), "--out", str(out)]
         )
         served = len(server.requests)
+        system_messages = [body["messages"][0] for body in server.requests]
+    # llama.cpp's server refuses a system message in content blocks (TodoListMiddleware's form).
+    assert all(m["role"] == "system" and isinstance(m["content"], str) for m in system_messages)
+    assert any("write_todos" in m["content"] for m in system_messages)
     assert code == 0
 
     runs = json.loads((out / "results.json").read_text(encoding="utf-8"))
