@@ -1,6 +1,7 @@
 """``python -m bench.eval`` for real: every system, over HTTP against the scripted OpenAI server,
-on three requests whose end state the checks read from the database, with a scripted model that
-does two of them right and one wrong (a task added twice), which must be reported as failed."""
+on four requests whose end state the checks read from the database and the conversation's task
+file, with a scripted model that does three of them right and one wrong (a task added twice),
+which must be reported as failed."""
 
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ REQUESTS = {
             },
         },
         {
+            "id": "conversation-add",
+            "kind": "conversation task file",
+            "request": "Put 'draft the outline' on this conversation's task list.",
+            "items": 1,
+            "toolsets": ["conversation_tasks"],
+            "setup": {"conversation": [{"title": "pick a topic", "done": True}]},
+            "expect": {"conversation": {"open": ["draft the outline"], "done": ["pick a topic"]}},
+        },
+        {
             "id": "add-twice",
             "kind": "single-item",
             "request": "Add 'call dad' to my tasks.",
@@ -62,6 +72,10 @@ SCRIPTS: dict[str, tuple[list[Action], str]] = {
             ("list_tasks", {}),
         ],
         "Left: water the plants, buy groceries, book a dentist.",
+    ),
+    "Put 'draft the outline' on this conversation's task list.": (
+        [("AddTask", {"title": "draft the outline"})],
+        "Added it.",
     ),
     # The wrong run: the same task twice.
     "Add 'call dad' to my tasks.": (
@@ -139,7 +153,7 @@ def test_the_cli_runs_every_system_and_reports_a_wrong_end_state_as_failed(
     systems = ["turnplan-auto", "turnplan-always", "turnplan-off", "todolist"]
     assert sorted(by_run) == sorted((s, r["id"]) for s in systems for r in REQUESTS["requests"])
     for system in systems:
-        for request in ("add-one", "add-two-show"):
+        for request in ("add-one", "add-two-show", "conversation-add"):
             run = by_run[(system, request)]
             assert run["success"], (system, request, run["failed_checks"], run["error"])
             assert run["llm_calls"] >= 2 and run["prompt_tokens"] > 0
@@ -154,10 +168,10 @@ def test_the_cli_runs_every_system_and_reports_a_wrong_end_state_as_failed(
     assert by_run[("turnplan-auto", "add-two-show")]["plan_items"] == 0
 
     report = (out / "results.md").read_text(encoding="utf-8")
-    assert "| turnplan-auto | 3 | 2/3 (67 %) |" in report
-    assert "| todolist | 3 | 2/3 (67 %) |" in report
+    assert "| turnplan-auto | 4 | 3/4 (75 %) |" in report
+    assert "| todolist | 4 | 3/4 (75 %) |" in report
     assert "- **add-twice**, turnplan-off:" in report
     assert "| add-one | 1/1 | 1/1 | 1/1 | 1/1 |" in report
     progress = capsys.readouterr().err
-    assert "... 1/12 turnplan-auto add-one #1: running" in progress
-    assert "] 12/12 todolist add-twice #1: FAILED (personal tasks: duplicate titles" in progress
+    assert "... 1/16 turnplan-auto add-one #1: running" in progress
+    assert "] 16/16 todolist add-twice #1: FAILED (personal tasks: duplicate titles" in progress
