@@ -175,3 +175,54 @@ def test_the_cli_runs_every_system_and_reports_a_wrong_end_state_as_failed(
     progress = capsys.readouterr().err
     assert "... 1/16 turnplan-auto add-one #1: running" in progress
     assert "] 16/16 todolist add-twice #1: FAILED (personal tasks: duplicate titles" in progress
+
+
+WORKER_TITLES = ["prepare slides for Monday", "print the handouts"]
+
+
+def delegating_oracle(body: dict[str, Any]) -> Reply:
+    """turnplan with the tasks worker: plan one item for the worker, delegate it, close it with
+    the worker's result, answer; the worker (no plan tools) adds both tasks, then answers."""
+    tools = {tool["function"]["name"] for tool in body.get("tools") or []}
+    messages = body["messages"]
+    if "create_todo" not in tools and "complete_todo" not in tools:
+        done = sum(len(calls_of(m)) for m in turn_messages(body) if m.get("role") == "assistant")
+        if done < len(WORKER_TITLES):
+            return tool_calls(("add_task", {"title": WORKER_TITLES[done]}))
+        return text("Added both.")
+    rows = plan_rows(plan_view(messages))
+    if not rows:
+        item = {"title": "add the two tasks", "agentType": "tasks"}
+        return tool_calls(("create_todo", {"items": [item]}))
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return text("Added: " + ", ".join(WORKER_TITLES))
+    if messages[-1].get("role") == "tool" and "toolCalls" in str(messages[-1].get("content")):
+        return tool_calls(("complete_todo", {"todoId": current.id, "outcome": "worker did it"}))
+    return tool_calls(("delegate", {"todoId": current.id}))
+
+
+async def test_a_worker_request_goes_through_delegate_and_its_calls_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.eval.checks import failed_checks
+    from bench.eval.requests import load_requests
+    from bench.eval.systems import TurnplanEval, UsageCounter
+
+    request = next(r for r in load_requests() if r.id == "worker-add-two")
+    usage = UsageCounter()
+    with ScriptedOpenAIServer() as server:
+        server.respond_with(delegating_oracle)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        outcome = await TurnplanEval("auto").run(request, "openai:scripted", tmp_path, usage)
+        bodies = list(server.requests)
+    assert failed_checks(request, outcome) == []
+    assert outcome.plan_items == 1
+    offered = [{tool["function"]["name"] for tool in body["tools"]} for body in bodies]
+    supervisor = [names for names in offered if names & {"create_todo", "complete_todo"}]
+    # The supervisor had no task tools of its own: the tasks were added by the worker.
+    assert len(supervisor) == 4 and not any("add_task" in names for names in supervisor)
+    assert any("delegate" in names for names in supervisor)
+    # 4 supervisor calls (plan, delegate, close, answer) and 3 of the worker, all counted.
+    assert usage.calls == len(bodies) == 7
