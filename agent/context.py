@@ -42,12 +42,14 @@ class Context:
             "openai:gpt-4o-mini when OPENAI_API_KEY is set, else local."
         },
     )
-    planning: Literal["auto", "always"] = field(
+    planning: Literal["auto", "always", "off"] = field(
         default="auto",
         metadata={
             "description": "auto: the model plans multi-step requests and answers simple ones "
             "directly. always: the first call of every turn must call create_todo (for models "
-            "too weak to decide, and for products that want every turn on record as a plan)."
+            "too weak to decide, and for products that want every turn on record as a plan). "
+            "off: no plan tools are bound and the prompt asks for no plan; the model works "
+            "with the domain tools alone (to measure what planning adds)."
         },
     )
     approve_plan: bool = field(
@@ -190,8 +192,10 @@ class Context:
                 f"got {self.prompt_profile!r}."
             )
         self.toolsets = _toolset_names(self.toolsets)
-        if self.planning not in ("auto", "always"):
-            raise ValueError(f"Context.planning must be 'auto' or 'always', got {self.planning!r}.")
+        if self.planning not in ("auto", "always", "off"):
+            raise ValueError(
+                f"Context.planning must be 'auto', 'always' or 'off', got {self.planning!r}."
+            )
 
 
 _POSITIVE_INTS = (

@@ -87,11 +87,15 @@ class SupervisorDeps:
             self._prompts_ready = True
 
     def base_prompt(
-        self, run_tools: RunTools, profile: PromptProfile, phase: Phase = "planning"
+        self,
+        run_tools: RunTools,
+        profile: PromptProfile,
+        phase: Phase = "planning",
+        planning: str = "auto",
     ) -> str:
         """The system prompt of ``profile`` in ``phase`` for a run's tools: their sections, and
-        only theirs."""
-        key = (profile.name, phase, *run_tools.key)
+        only theirs (``planning``: ``Context.planning``)."""
+        key = (profile.name, phase, planning, *run_tools.key)
         prompt = self._prompts.get(key)
         if prompt is None:
             sections = [load_prompt(name) for name in run_tools.prompt_sections]
@@ -101,6 +105,7 @@ class SupervisorDeps:
                 agent_types=self.agent_types,
                 profile=profile,
                 phase=phase,
+                planning=planning,
             )
             if len(self._prompts) >= BOUND_LIMIT:
                 self._prompts.pop(next(iter(self._prompts)))
@@ -166,8 +171,11 @@ class SupervisorDeps:
         run_tools = await self.catalog.for_run(context)
         profile = prompt_profile(context, setting)
         if profile.tools == "by_phase":
-            tools = step_tools(run_tools.tools, rows, required_tool)
+            tools = step_tools(run_tools.tools, rows, required_tool, context.planning)
             model = await self.model_with_tools(context, tools, required_tool=required_tool)
+        elif context.planning == "off":
+            binding = compact_tools.no_plan_binding(run_tools.tools, history, request)
+            model = compact_tools.bind_no_plan(await self.chat_model(context), binding)
         else:
             binding = compact_tools.step_binding(
                 run_tools.tools, rows, history, required_tool, request
@@ -176,6 +184,14 @@ class SupervisorDeps:
         return StepCall(
             model=model,
             profile=profile,
-            base_prompt=self.base_prompt(run_tools, profile, step_phase(rows, required_tool)),
-            history_limit=history_limit(profile, context.history_limit, rows),
+            base_prompt=self.base_prompt(
+                run_tools, profile, step_phase(rows, required_tool), context.planning
+            ),
+            # The no-plan loop has no plan view to say what was done: it gets the configured
+            # window, not the compact profile's cap (sized for a view that carries the turn).
+            history_limit=(
+                context.history_limit
+                if context.planning == "off"
+                else history_limit(profile, context.history_limit, rows)
+            ),
         )

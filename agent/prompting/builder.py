@@ -65,6 +65,10 @@ PLANNING_TOOLS = frozenset({"create_todo"})
 WORKING_TOOLS = frozenset({"complete_todo", "list_todo", DELEGATE})
 """Plan tools a full-profile call binds once the turn has a plan."""
 
+NO_PLAN_PROMPT = "compact_no_plan"
+"""The compact profile's system prompt under ``planning="off"`` (the usual one asks for a
+plan)."""
+
 REQUEST_PREVIEW = 2000
 
 
@@ -181,6 +185,7 @@ def system_prompt(
     agent_types: Mapping[str, str] | None = None,
     profile: PromptProfile = FULL,
     phase: Phase = "planning",
+    planning: str = "auto",
 ) -> str:
     """The system prompt of ``profile`` for a run binding ``tool_names``, in ``phase``.
 
@@ -191,7 +196,14 @@ def system_prompt(
     never tries to hand work to a worker that does not exist. A phase's prompt is the same on
     every call of it; the step's tools, sent before it, change with the phase anyway, so a
     prompt cache loses nothing by the change.
+
+    ``planning="off"`` (``Context.planning``): no plan tools are bound, so no section speaks
+    of a plan, and the compact profile gets its no-plan prompt.
     """
+    if planning == "off":
+        if not profile.sections:
+            return load_prompt(NO_PLAN_PROMPT)
+        tool_names = set(tool_names) - TODO_TOOL_NAMES - {DELEGATE}
     sections = [load_prompt(profile.supervisor_prompt)]
     if not profile.sections:
         return sections[0]
@@ -211,7 +223,10 @@ def system_prompt(
 
 
 def step_tools(
-    tools: Sequence[BaseTool], rows: Sequence[TurnTodo], required_tool: str | None = None
+    tools: Sequence[BaseTool],
+    rows: Sequence[TurnTodo],
+    required_tool: str | None = None,
+    planning: str = "auto",
 ) -> list[BaseTool]:
     """The tools a full-profile call binds: the run's own tools first (the same on every call
     of the turn, so the start of the prompt stays cacheable), ``ask_user``, then the plan tools
@@ -220,9 +235,12 @@ def step_tools(
     several stages (one stage's open rows are all in progress, each shown with its id and
     context, so a listing would only repeat the view). A tool the model has no use for in the
     step is not sent: each schema is sent with every call. The choice depends on the phase and
-    the plan's stages, which stay the same from call to call."""
-    if step_phase(rows, required_tool) == "planning":
-        wanted: Collection[str] = PLANNING_TOOLS
+    the plan's stages, which stay the same from call to call. ``planning="off"`` binds no
+    plan tool (nor ``delegate``, which hands over a plan item): the run's own tools only."""
+    if planning == "off":
+        wanted: Collection[str] = ()
+    elif step_phase(rows, required_tool) == "planning":
+        wanted = PLANNING_TOOLS
     elif len({row.priority or 0 for row in rows}) > 1:
         wanted = WORKING_TOOLS
     else:

@@ -1,0 +1,158 @@
+"""The evaluation's results: one record per run (``results.json``) and the tables
+(``results.md``): per system, success with a 95 % Wilson interval, LLM calls, tokens, tokens per
+completed item and wall time; per request, which checks failed for which system."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Z95 = 1.959963984540054
+"""The standard normal quantile of a two-sided 95 % interval."""
+
+
+@dataclass
+class RunRecord:
+    """One run of one request on one system."""
+
+    system: str
+    request: str
+    repeat: int
+    success: bool
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    items: int
+    """What the request asks for, counted (``EvalRequest.items``)."""
+    failed_checks: list[str] = field(default_factory=list)
+    plan_items: int = 0
+    answer: str = ""
+    error: str = ""
+    """The exception that ended the run, if one did (the run is then failed)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def wilson_interval(successes: int, runs: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (0 to 1): unlike the normal approximation it
+    stays within [0, 1] and is honest at 0 % and 100 % with few runs."""
+    if runs <= 0:
+        return 0.0, 1.0
+    p = successes / runs
+    denominator = 1 + z * z / runs
+    centre = (p + z * z / (2 * runs)) / denominator
+    half = z * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class SystemSummary:
+    """The figures of one system over its runs."""
+
+    system: str
+    runs: int
+    successes: int
+    low: float
+    high: float
+    calls_per_run: float
+    prompt_per_run: float
+    completion_per_run: float
+    tokens_per_item: float | None
+    """All tokens of all runs divided by the items of the successful runs (None: none)."""
+    seconds_per_run: float
+    total_seconds: float
+
+
+def summarise(system: str, records: Sequence[RunRecord]) -> SystemSummary:
+    runs = len(records)
+    successes = sum(1 for record in records if record.success)
+    low, high = wilson_interval(successes, runs)
+    tokens = sum(record.prompt_tokens + record.completion_tokens for record in records)
+    items = sum(record.items for record in records if record.success)
+    total_seconds = sum(record.seconds for record in records)
+    per = max(runs, 1)
+    return SystemSummary(
+        system=system,
+        runs=runs,
+        successes=successes,
+        low=low,
+        high=high,
+        calls_per_run=sum(record.llm_calls for record in records) / per,
+        prompt_per_run=sum(record.prompt_tokens for record in records) / per,
+        completion_per_run=sum(record.completion_tokens for record in records) / per,
+        tokens_per_item=tokens / items if items else None,
+        seconds_per_run=total_seconds / per,
+        total_seconds=total_seconds,
+    )
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.0f} %"
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+
+
+def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
+    """``results.md``: the run's facts, the table per system, and the failed checks per
+    request and system."""
+    systems = list(dict.fromkeys(record.system for record in records))
+    requests = list(dict.fromkeys(record.request for record in records))
+    lines = ["# Evaluation results (`python -m bench.eval`)", ""]
+    lines += [f"- {key}: {value}" for key, value in meta.items()]
+    lines += [
+        "",
+        "## Per system",
+        "",
+        "| system | runs | success | 95 % interval | LLM calls / run | prompt tokens / run "
+        "| completion tokens / run | tokens / completed item | seconds / run | total seconds |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for system in systems:
+        s = summarise(system, [r for r in records if r.system == system])
+        lines.append(
+            f"| {system} | {s.runs} | {s.successes}/{s.runs} ({_percent(s.successes / s.runs)}) "
+            f"| {_percent(s.low)} to {_percent(s.high)} | {s.calls_per_run:.1f} "
+            f"| {_number(s.prompt_per_run)} | {_number(s.completion_per_run)} "
+            f"| {_number(s.tokens_per_item)} | {s.seconds_per_run:.1f} | {s.total_seconds:.0f} |"
+        )
+    lines += [
+        "",
+        "Tokens per completed item: all tokens (prompt and completion) of the system's runs, "
+        "divided by the items of its successful runs.",
+        "",
+        "## Per request",
+        "",
+        "| request | " + " | ".join(systems) + " |",
+        "|---|" + "---|" * len(systems),
+    ]
+    for request in requests:
+        cells = []
+        for system in systems:
+            runs = [r for r in records if r.system == system and r.request == request]
+            ok = sum(1 for r in runs if r.success)
+            cells.append(f"{ok}/{len(runs)}" if runs else "n/a")
+        lines.append(f"| {request} | " + " | ".join(cells) + " |")
+    failures = [r for r in records if not r.success]
+    lines += ["", "## Failed checks", ""]
+    if not failures:
+        lines.append("None: every run passed every check.")
+    for request in requests:
+        for system in systems:
+            runs = [r for r in failures if r.system == system and r.request == request]
+            if not runs:
+                continue
+            lines.append(f"- **{request}**, {system}:")
+            for run in runs:
+                why = "; ".join(run.failed_checks) or run.error
+                lines.append(f"  - run {run.repeat + 1}: {_cell(why)}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
