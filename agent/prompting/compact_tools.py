@@ -53,7 +53,13 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agent.prompting.request_steps import RequestStep, core_phrase, request_steps, verb_at_start
+from agent.prompting.request_steps import (
+    RequestStep,
+    core_phrase,
+    refers_back,
+    request_steps,
+    verb_at_start,
+)
 from agent.tool_names import ASK_USER, REQUEST_VERBS_METADATA, TODO_TOOL_NAMES
 from agent.turn.outcome import plan_finished_message
 from prompts import render_prompt
@@ -504,7 +510,8 @@ def plan_items(
         if not isinstance(tool, str) or tool == NOT_AN_ACTION:
             continue
         target = core_phrase(step, verb_at_start(step.phrase, verbs.get(tool, ())))
-        if (tool, target.casefold()) in seen:
+        if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
+            # "add each of them as a task" adds the items already planned, nothing new.
             continue
         seen.add((tool, target.casefold()))
         creates = tool.startswith("add")

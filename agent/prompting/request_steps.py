@@ -40,7 +40,7 @@ _CLAUSE_BREAK = re.compile(
     r"[.;:!?\n]+\s*"
     r"|(?<!\x00),\s*(?!(?:and\s+|or\s+)?\x00)"  # a comma, unless it lists quoted phrases
     r"|\s+-\s+"
-    r"|\b(?:and\s+)?(?:then|after that|afterwards|also|finally|next|lastly|plus)\b",
+    r"|\b(?:and\s+)?(?:then|after that|afterwards|also|finally|lastly|plus)\b",
     re.IGNORECASE,
 )
 _AND = re.compile(r"\s*\band\b\s*|\s*&\s*", re.IGNORECASE)
@@ -198,6 +198,19 @@ def _alone(hidden_clause: str, index: int) -> str:
     )
     part = next((part for part in _AND.split(text) if own in part), own)
     return " ".join(part.split())
+
+
+_ANAPHOR = re.compile(
+    r"^(?:(?:each|all|both|any|every one|one)\s+of\s+)?(?:it|them|they|these|those|that|this|"
+    r"both|all|each|everything|the above|the rest|everything above)(?:\s+(?:two|three|items?|"
+    r"tasks?|things?|ones?))?\b",
+    re.IGNORECASE,
+)
+
+
+def refers_back(target: str) -> bool:
+    """The target only points at things said before ("each of them", "it", "both")."""
+    return bool(_ANAPHOR.match(" ".join(target.split())))
 
 
 _SUBJECT = re.compile(r"^(?:i|we|i've|i have|i'm|we've)\s+(?=\w)", re.IGNORECASE)

@@ -393,3 +393,22 @@ def test_results_of_an_earlier_turn_do_not_count_as_this_turns_action(
     binding = step_binding(tools, [], [earlier, HumanMessage(request)], None, request)
 
     assert binding.phase == "act"
+
+
+def test_items_listed_under_a_heading_take_its_verb_and_a_closing_each_of_them_adds_nothing(
+    tools: list[Any],
+) -> None:
+    request = (
+        "I need to remember three things: pick up the dry cleaning, email Sarah about the "
+        "budget, and buy a birthday card for Tom. Please add each of them as a separate task."
+    )
+
+    binding = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert [item["title"] for item in call["args"]["items"]] == [
+        "pick up the dry cleaning",
+        "email Sarah about the budget",
+        "buy a birthday card for Tom",
+    ]

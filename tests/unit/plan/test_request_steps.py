@@ -89,3 +89,9 @@ def test_a_verb_is_matched_as_a_whole_word_at_the_start() -> None:
     assert verb_at_start("address the letter", ("add",)) is None
     assert verb_at_start("please show me all", ("show",)) == "show"
     assert verb_at_start("buy milk then show", ("show",)) is None
+
+
+def test_next_week_is_part_of_a_title_not_a_new_step() -> None:
+    assert words("add 'buy fertilizer' for next weekend") == [
+        "add 'buy fertilizer' for next weekend"
+    ]
