@@ -322,6 +322,19 @@ def step_binding(
     return StepBinding(phase, [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
 
 
+def _direct_action(
+    items: Sequence[Mapping[str, Any]], tools: Sequence[BaseTool]
+) -> AIMessage | None:
+    """The call of a lone item whose arguments the user's words fix, made without a plan."""
+    if len(items) != 1:
+        return None
+    action = planned_action(TurnTodo(id="", title="", context=items[0].get("context")))
+    by_name = {tool.name: tool for tool in tools}
+    if action is None or action.tool not in by_name:
+        return None
+    return _planned_action_binding(by_name[action.tool], action).reply
+
+
 def direct_answer(history: Sequence[AnyMessage]) -> str:
     """The answer of a one-step request done without a plan, from what its action returned."""
     outcomes = action_outcomes(history)
@@ -337,6 +350,18 @@ def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBindi
     definition = compact_tool(tool)
     parameters = definition["function"]["parameters"]
     others = [phrase for phrase in planned.clause_quotes if phrase != planned.target]
+    if others:
+        # The clause quotes a second phrase ("rename 'a' to 'b'"): the first optional free
+        # text argument (a new title) takes it; the compact schema drops optional ones.
+        full = convert_to_openai_tool(tool)["function"].get("parameters", {})
+        optional = [
+            name
+            for name, schema in full.get("properties", {}).items()
+            if name not in parameters.get("properties", {}) and _is_free_string(schema)
+        ]
+        if optional:
+            parameters.setdefault("properties", {})[optional[0]] = {"type": "string"}
+            parameters.setdefault("required", []).append(optional[0])
     first = True
     fixed: dict[str, Any] = {}
     choice = False
@@ -664,6 +689,9 @@ def _plan_runnable(
         items = plan_items(steps, {**chosen, **binding.plan_decided}, tools)
         if not items and binding.plan_required:
             items = _whole_request(steps)
+        direct = _direct_action(items, tools) if not binding.plan_required else None
+        if direct is not None:
+            return direct
         if items:
             call_id = calls[0]["id"] if calls and calls[0].get("id") else None
             planned = _tool_call_message("create_todo", {"items": items})

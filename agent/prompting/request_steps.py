@@ -38,7 +38,7 @@ _QUOTE = re.compile(
 _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 _CLAUSE_BREAK = re.compile(
     r"[.;:!?\n]+\s*"
-    r"|(?<!\x00),\s*(?!(?:and\s+|or\s+)?\x00)"  # a comma, unless it lists quoted phrases
+    r"|,(?!\s*(?:and\s+|or\s+)?\x00)\s*"  # a comma, unless it lists quoted phrases
     r"|\s+-\s+"
     r"|\b(?:and\s+)?(?:then|after that|afterwards|also|finally|lastly|plus)\b",
     re.IGNORECASE,

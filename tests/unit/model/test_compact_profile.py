@@ -412,3 +412,35 @@ def test_items_listed_under_a_heading_take_its_verb_and_a_closing_each_of_them_a
         "email Sarah about the budget",
         "buy a birthday card for Tom",
     ]
+
+
+def test_a_rename_takes_the_new_title_from_the_second_quote(tools: list[Any]) -> None:
+    request = "Rename my task 'call grandma' to 'call grandma on Sunday'."
+
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert (call["name"], call["args"]) == (
+        "update_task",
+        {"task_identifier": "call grandma", "new_title": "call grandma on Sunday"},
+    )
+
+
+async def test_a_lone_step_the_model_names_is_done_without_a_plan_when_planning_is_auto(
+    tools: list[Any],
+) -> None:
+    from agent.prompting.compact_tools import bind_step
+
+    request = "groceries are needed, thanks"
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    [key] = binding.tools[0]["function"]["parameters"]["properties"]
+    choice = AIMessage(
+        content="",
+        tool_calls=[{"name": "plan_steps", "args": {key: "add_task"}, "id": "call-plan"}],
+    )
+
+    message = await bind_step(ScriptedChatModel(script=[choice]), binding).ainvoke([])
+
+    [call] = message.tool_calls
+    assert call["name"] == "add_task"

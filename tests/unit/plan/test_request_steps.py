@@ -95,3 +95,10 @@ def test_next_week_is_part_of_a_title_not_a_new_step() -> None:
     assert words("add 'buy fertilizer' for next weekend") == [
         "add 'buy fertilizer' for next weekend"
     ]
+
+
+def test_a_comma_after_a_quote_still_ends_its_clause() -> None:
+    assert words("Add 'renew car insurance', mark buy milk as done") == [
+        "Add 'renew car insurance'",
+        "mark buy milk as done",
+    ]
