@@ -490,6 +490,13 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
     return decided
 
 
+def step_candidates(step: RequestStep, tools: Sequence[BaseTool]) -> list[str]:
+    """The tools the model may choose for an undecided step: those its verb names (when two
+    toolsets share it), else every domain tool."""
+    named = [tool.name for tool in tools if verb_at_start(step.words, _verbs(tool))]
+    return named if len(named) > 1 else [tool.name for tool in tools]
+
+
 def _whole_request(steps: Sequence[RequestStep]) -> list[dict[str, Any]]:
     """The one item of a turn that must plan when no step names a tool: the request itself,
     worked with every tool (the act step's dispatch)."""
@@ -500,7 +507,6 @@ def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> 
     """The plan as a classification: one property per step of the request (its words are the
     key), each an enum of the domain tools and ``none``. The grammar makes the model answer
     every step once, in order, and nothing else."""
-    names = [tool.name for tool in tools]
     listing = "; ".join(
         f"{tool.name}: {(tool.description or '').strip().splitlines()[0]}" for tool in tools
     )
@@ -514,7 +520,10 @@ def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> 
             ),
             "parameters": {
                 "type": "object",
-                "properties": {step.words: {"enum": [*names, NOT_AN_ACTION]} for step in steps},
+                "properties": {
+                    step.words: {"enum": [*step_candidates(step, tools), NOT_AN_ACTION]}
+                    for step in steps
+                },
                 "required": [step.words for step in steps],
             },
         },

@@ -27,6 +27,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agent.errors import ErrorCode, ToolFailure
 from agent.tool_names import IN_ORDER_METADATA, REQUEST_VERBS_METADATA
 from agent.tools.audited import TaskToolFunction, audited_task_tool
+from agent.tools.request_verbs import TASK_VERBS
 from agent.tools.runtime import ToolRuntimeT
 from agent.tools.task_lookup import resolve_task
 from storage import Database
@@ -181,55 +182,11 @@ TASK_TOOL_FUNCTIONS: tuple[TaskToolFunction, ...] = (
 
 
 REQUEST_VERBS: dict[str, tuple[str, ...]] = {
-    "add_task": (
-        "add",
-        "create",
-        "put",
-        "insert",
-        "include",
-        "note",
-        "note down",
-        "write down",
-        "jot down",
-        "remember",
-        "remember to",
-        "remind me to",
-        "new task",
-        "make a task",
-    ),
-    "list_tasks": (
-        "show",
-        "list",
-        "display",
-        "what",
-        "what's",
-        "which",
-        "tell me",
-        "let me see",
-        "give me",
-        "read",
-        "see",
-        "view",
-        "how many",
-    ),
-    "complete_task": (
-        "mark",
-        "complete",
-        "finish",
-        "check off",
-        "tick off",
-        "cross off",
-        "tick",
-        "close",
-        "i finished",
-        "i completed",
-        "i did",
-        "i've done",
-        "i have done",
-        "i'm done with",
-    ),
-    "update_task": ("rename", "change", "update", "edit", "reword", "retitle"),
-    "delete_task": ("delete", "remove", "drop", "erase", "get rid of", "cancel", "forget"),
+    "add_task": TASK_VERBS["add"],
+    "list_tasks": TASK_VERBS["list"],
+    "complete_task": TASK_VERBS["complete"],
+    "update_task": TASK_VERBS["update"],
+    "delete_task": TASK_VERBS["delete"],
 }
 """The verbs a request asks for each tool with (``REQUEST_VERBS_METADATA``)."""
 

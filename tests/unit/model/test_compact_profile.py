@@ -444,3 +444,33 @@ async def test_a_lone_step_the_model_names_is_done_without_a_plan_when_planning_
 
     [call] = message.tool_calls
     assert call["name"] == "add_task"
+
+
+def test_a_verb_two_toolsets_share_is_left_to_the_model_between_those_two_tools(
+    tools: list[Any], tmp_path: Any
+) -> None:
+    from agent.tools.conversation_tasks import build_conversation_task_tools
+
+    both = [*tools, *build_conversation_task_tools(tmp_path)]
+    request = "Put 'review pull request 42' on this conversation's task list"
+
+    binding = step_binding(both, [], [HumanMessage(request)], None, request)
+
+    [tool] = binding.tools
+    [choices] = tool["function"]["parameters"]["properties"].values()
+    assert choices["enum"] == ["add_task", "AddTask", "none"]
+
+
+def test_the_conversation_task_list_alone_is_planned_by_its_verbs(tmp_path: Any) -> None:
+    from agent.tools.conversation_tasks import build_conversation_task_tools
+
+    database = Database("sqlite+aiosqlite:///:memory:")
+    tools = [*build_todo_tools(database), *build_conversation_task_tools(tmp_path)]
+    request = "put 'draft the outline' and 'collect references' on our list, then show it"
+
+    binding = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    contexts = [item["context"].split()[1] for item in call["args"]["items"]]
+    assert contexts == ["AddTask", "AddTask", "ListTasks"]
