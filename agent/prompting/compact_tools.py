@@ -314,6 +314,15 @@ def step_binding(
             reply=_tool_call_message("complete_todo", args),
         )
     planned = planned_action(current)
+    if planned is not None and planned.tool == NOT_AN_ACTION:
+        args = {"todoId": current.id, "outcome": NO_TOOL_OUTCOME, "status": "cancelled"}
+        return StepBinding(
+            "close",
+            [],
+            "complete_todo",
+            ACTION_MAX_TOKENS,
+            reply=_tool_call_message("complete_todo", args),
+        )
     if planned is not None and planned.tool in by_name:
         return _planned_action_binding(by_name[planned.tool], planned)
     close = compact_tool(by_name["complete_todo"], todo_id=current.id)
@@ -392,6 +401,8 @@ PLAN_TOOL = "plan_steps"
 
 NOT_AN_ACTION = "none"
 
+NO_TOOL_OUTCOME = "no tool of mine does what this asks"
+
 PLANNED_PREFIX = "use "
 _PLANNED = re.compile(
     r'^use (?P<tool>[A-Za-z0-9_]+) on "(?P<target>[^"\n]*)"(?: \(from: (?P<clause>.*)\))?$', re.S
@@ -434,7 +445,17 @@ def _plan_binding(
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
     decided = steps_by_verb(steps, tools)
-    undecided = [step for step in steps if step.words not in decided]
+    undecided = []
+    for step in steps:
+        if step.words in decided:
+            continue
+        if step_candidates(step, tools):
+            undecided.append(step)
+        else:
+            # No verb names a tool for it, and every tool says which verbs it answers to: it
+            # is not an action. (Asked, the small models named a tool for "Thanks for the
+            # help", "I washed the car", "Email my boss ...": 1 right in 5, measured.)
+            decided[step.words] = NOT_AN_ACTION
     if undecided:
         return StepBinding(
             "plan",
@@ -461,8 +482,10 @@ def _plan_binding(
             PLAN_MAX_TOKENS,
             reply=_tool_call_message("create_todo", {"items": items or _whole_request(steps)}),
         )
-    # Nothing to do with a tool: the model answers in its own words.
-    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
+    # Nothing the request asks for is something a tool does: said plainly, no call made.
+    names = ", ".join(tool.name for tool in tools)
+    reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
+    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
 
 
 def _verbs(tool: BaseTool) -> tuple[str, ...]:
@@ -491,16 +514,21 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
 
 
 def step_candidates(step: RequestStep, tools: Sequence[BaseTool]) -> list[str]:
-    """The tools the model may choose for an undecided step: those its verb names (when two
-    toolsets share it), else every domain tool."""
+    """The tools the model may choose for a step its verb does not decide: the tools its verb
+    names when two toolsets share it, else the tools that declare no verbs (an MCP server's,
+    a user's own), which may do anything; empty when the step is no tool's."""
     named = [tool.name for tool in tools if verb_at_start(step.words, _verbs(tool))]
-    return named if len(named) > 1 else [tool.name for tool in tools]
+    if len(named) > 1:
+        return named
+    return [tool.name for tool in tools if not _verbs(tool)]
 
 
 def _whole_request(steps: Sequence[RequestStep]) -> list[dict[str, Any]]:
-    """The one item of a turn that must plan when no step names a tool: the request itself,
-    worked with every tool (the act step's dispatch)."""
-    return [{"title": " ".join(step.phrase for step in steps)[:MAX_STRING_LENGTH]}]
+    """The one item of a turn that must plan when no step is a tool's: the request itself,
+    cancelled by the harness as something no tool does (``NOT_AN_ACTION``)."""
+    title = " ".join(step.phrase for step in steps)[:MAX_STRING_LENGTH]
+    action = PlannedAction(NOT_AN_ACTION, title, "")
+    return [{"title": title, "context": action.as_context()}]
 
 
 def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, Any]:

@@ -118,19 +118,41 @@ def test_a_request_whose_verbs_name_every_step_is_planned_without_the_model(
     ]
 
 
-def test_steps_no_verb_names_are_left_to_the_model_as_a_closed_choice(
+def book_table_tool() -> Any:
+    from langchain_core.tools import tool
+
+    @tool
+    async def book_table(restaurant: str) -> str:
+        """Book a table at a restaurant."""
+        return restaurant
+
+    return book_table
+
+
+def test_steps_no_verb_names_are_not_actions_when_every_tool_declares_its_verbs(
     tools: list[Any],
 ) -> None:
-    request = "Saturday is busy; groceries, and show me everything"
+    request = "Hi there! Thanks for the help yesterday."
 
     binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+
+    assert binding.phase == "answer" and binding.reply is not None
+    assert "no tool of mine does what you asked" in binding.reply.content
+    assert "add_task" in binding.reply.content
+
+
+def test_a_step_no_verb_names_is_offered_to_the_model_with_the_tools_that_declare_none(
+    tools: list[Any],
+) -> None:
+    request = "Saturday is busy; a table at Luigi's, and show me everything"
+
+    binding = step_binding([*tools, book_table_tool()], [], [HumanMessage(request)], None, request)
 
     [tool] = binding.tools
     properties = tool["function"]["parameters"]["properties"]
     assert binding.tool_choice == "plan_steps"
-    assert list(properties) == ["Saturday is busy", "groceries"]  # "show me" is decided
-    assert properties["groceries"]["enum"][-1] == "none"
-    assert set(properties["groceries"]["enum"]) >= {"add_task", "list_tasks", "none"}
+    assert list(properties) == ["Saturday is busy", "a table at Luigi's"]  # "show me" decided
+    assert properties["a table at Luigi's"]["enum"] == ["book_table", "none"]
 
 
 async def test_the_models_choices_and_the_verbs_make_one_create_todo_call(
@@ -138,14 +160,14 @@ async def test_the_models_choices_and_the_verbs_make_one_create_todo_call(
 ) -> None:
     from agent.prompting.compact_tools import bind_step
 
-    request = "Saturday is busy; groceries, and show me everything"
-    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    request = "Saturday is busy; a table at Luigi's, and show me everything"
+    binding = step_binding([*tools, book_table_tool()], [], [HumanMessage(request)], None, request)
     choice = AIMessage(
         content="",
         tool_calls=[
             {
                 "name": "plan_steps",
-                "args": {"Saturday is busy": "none", "groceries": "add_task"},
+                "args": {"Saturday is busy": "none", "a table at Luigi's": "book_table"},
                 "id": "call-plan",
             }
         ],
@@ -157,7 +179,7 @@ async def test_the_models_choices_and_the_verbs_make_one_create_todo_call(
     [call] = planned.tool_calls
     assert (call["name"], call["id"]) == ("create_todo", "call-plan")
     assert [item["title"] for item in call["args"]["items"]] == [
-        "groceries",
+        "a table at Luigi's",
         "show me everything",
     ]
 
@@ -432,18 +454,43 @@ async def test_a_lone_step_the_model_names_is_done_without_a_plan_when_planning_
 ) -> None:
     from agent.prompting.compact_tools import bind_step
 
-    request = "groceries are needed, thanks"
-    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    request = "a table at Luigi's tonight"
+    binding = step_binding([*tools, book_table_tool()], [], [HumanMessage(request)], None, request)
     [key] = binding.tools[0]["function"]["parameters"]["properties"]
     choice = AIMessage(
         content="",
-        tool_calls=[{"name": "plan_steps", "args": {key: "add_task"}, "id": "call-plan"}],
+        tool_calls=[{"name": "plan_steps", "args": {key: "book_table"}, "id": "call-plan"}],
     )
 
     message = await bind_step(ScriptedChatModel(script=[choice]), binding).ainvoke([])
 
     [call] = message.tool_calls
-    assert call["name"] == "add_task"
+    assert (call["name"], call["args"]) == (
+        "book_table",
+        {"restaurant": "table at Luigi's tonight"},
+    )
+
+
+def test_a_turn_that_must_plan_records_a_request_no_tool_does_as_a_cancelled_item(
+    tools: list[Any],
+) -> None:
+    from agent.prompting.compact_tools import PlannedAction
+
+    request = "Email my boss the list"
+    plan = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
+    assert plan.reply is not None
+    [item] = plan.reply.tool_calls[0]["args"]["items"]
+    context = item["context"]
+    row = TurnTodo(
+        id="id-1", title=item["title"], status="in_progress", priority=0, context=context
+    )
+
+    close = step_binding(tools, [row], [tool_result("create_todo")], None, request)
+
+    assert isinstance(PlannedAction, type) and close.reply is not None
+    [call] = close.reply.tool_calls
+    assert call["args"]["status"] == "cancelled"
+    assert "no tool" in call["args"]["outcome"]
 
 
 def test_a_verb_two_toolsets_share_is_left_to_the_model_between_those_two_tools(
