@@ -54,6 +54,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent.prompting.request_steps import (
+    QUOTED,
     RequestStep,
     core_phrase,
     refers_back,
@@ -84,10 +85,7 @@ Phase = Literal["plan", "act", "close", "answer"]
 DISPATCH_TOOL = "use_tool"
 """The one function the act step offers; its variants are the step's real tools."""
 
-_QUOTED = re.compile(
-    "'([^']{1,120})'|\"([^\"]{1,120})\"|\u2018([^\u2019]{1,120})\u2019|\u201c([^\u201d]{1,120})\u201d"
-)
-"""Phrases the user quoted, with straight or curly quotes."""
+_QUOTED = QUOTED
 
 
 def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,9 +32,12 @@ key of the plan grammar, and the grammar's length is what a small model pays for
 
 MAX_PHRASE = 120
 
-_QUOTE = re.compile(
-    "'([^']{1,120})'|\"([^\"]{1,120})\"|\u2018([^\u2019]{1,120})\u2019|\u201c([^\u201d]{1,120})\u201d"
+QUOTED = re.compile(
+    r"(?<!\w)'((?:[^'\n]|'(?=\w)){1,120}?)'(?!\w)"
+    '|"([^"]{1,120})"|\u2018([^\u2019]{1,120})\u2019|\u201c([^\u201d]{1,120})\u201d'
 )
+"""Phrases the user quoted, with straight or curly quotes. A straight single quote inside a
+word is an apostrophe ("Let's", "conversation's", "don't"), neither opening nor closing one."""
 _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 _CLAUSE_BREAK = re.compile(
     r"[.;:!?\n]+\s*"
@@ -105,7 +108,7 @@ def _protect_quotes(request: str) -> tuple[str, list[str]]:
         phrases.append(next(group for group in match.groups() if group).strip())
         return f"\x00{len(phrases) - 1}\x00"
 
-    return _QUOTE.sub(hide, request), phrases
+    return QUOTED.sub(hide, request), phrases
 
 
 def _restore(text: str, phrases: list[str]) -> str:

@@ -102,3 +102,17 @@ def test_a_comma_after_a_quote_still_ends_its_clause() -> None:
         "Add 'renew car insurance'",
         "mark buy milk as done",
     ]
+
+
+def test_an_apostrophe_inside_a_word_is_no_quote() -> None:
+    request = (
+        "Let's track this project here: put 'draft the outline' and 'collect references' "
+        "on this conversation's task list, and add 'don't forget the milk'"
+    )
+
+    assert [step.phrase for step in request_steps(request)] == [
+        "track this project here",
+        "draft the outline",
+        "collect references",
+        "don't forget the milk",
+    ]
