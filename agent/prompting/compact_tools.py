@@ -506,18 +506,39 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
                 named = [inherited]
+        if len(named) > 1:
+            named = [_by_place(step, [tool for tool in tools if tool.name in named])]
         if len(named) == 1:
             decided[step.words] = named[0]
     return decided
 
 
+_WORDS = re.compile(r"[a-z0-9']+")
+
+
+def _by_place(step: RequestStep, tools: Sequence[BaseTool]) -> str:
+    """Of tools that share a verb (adding to the user's tasks or to the conversation's list),
+    the one whose description's first line has words the step uses and the others' lack
+    ("on this conversation's task list"); else the first bound (the default toolset's)."""
+    said = set(_WORDS.findall(QUOTED.sub(" ", step.words).lower()))
+    lines = {
+        tool.name: set(_WORDS.findall((tool.description or "").strip().splitlines()[0].lower()))
+        for tool in tools
+    }
+    scores = {
+        name: len(said & (words - set().union(*(w for n, w in lines.items() if n != name))))
+        for name, words in lines.items()
+    }
+    best = max(scores.values())
+    winners = [name for name, score in scores.items() if score == best]
+    return winners[0] if best > 0 and len(winners) == 1 else tools[0].name
+
+
 def step_candidates(step: RequestStep, tools: Sequence[BaseTool]) -> list[str]:
-    """The tools the model may choose for a step its verb does not decide: the tools its verb
-    names when two toolsets share it, else the tools that declare no verbs (an MCP server's,
-    a user's own), which may do anything; empty when the step is no tool's."""
-    named = [tool.name for tool in tools if verb_at_start(step.words, _verbs(tool))]
-    if len(named) > 1:
-        return named
+    """The tools the model may choose for a step no verb decides: those that declare no verbs
+    (an MCP server's, a user's own), which may do anything; empty when every tool declares its
+    verbs, and the step is then no tool's."""
+    del step  # every undecided step gets the same choice; kept for the call sites' clarity
     return [tool.name for tool in tools if not _verbs(tool)]
 
 

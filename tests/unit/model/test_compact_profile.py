@@ -493,19 +493,23 @@ def test_a_turn_that_must_plan_records_a_request_no_tool_does_as_a_cancelled_ite
     assert "no tool" in call["args"]["outcome"]
 
 
-def test_a_verb_two_toolsets_share_is_left_to_the_model_between_those_two_tools(
+def test_a_verb_two_toolsets_share_goes_to_the_list_the_step_names(
     tools: list[Any], tmp_path: Any
 ) -> None:
     from agent.tools.conversation_tasks import build_conversation_task_tools
 
     both = [*tools, *build_conversation_task_tools(tmp_path)]
-    request = "Put 'review pull request 42' on this conversation's task list"
+    request = (
+        "Put 'review pull request 42' on this conversation's task list, and add "
+        "'renew gym membership' to my personal tasks."
+    )
 
     binding = step_binding(both, [], [HumanMessage(request)], None, request)
 
-    [tool] = binding.tools
-    [choices] = tool["function"]["parameters"]["properties"].values()
-    assert choices["enum"] == ["add_task", "AddTask", "none"]
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    contexts = [item["context"].split()[1] for item in call["args"]["items"]]
+    assert contexts == ["AddTask", "add_task"]  # the unnamed place is the default toolset's
 
 
 def test_the_conversation_task_list_alone_is_planned_by_its_verbs(tmp_path: Any) -> None:
