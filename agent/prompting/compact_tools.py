@@ -447,7 +447,7 @@ def _plan_binding(
     for step in steps:
         if step.words in decided:
             continue
-        if step_candidates(step, tools):
+        if step_candidates(tools):
             undecided.append(step)
         else:
             # No verb names a tool for it, and every tool says which verbs it answers to: it
@@ -534,11 +534,10 @@ def _by_place(step: RequestStep, tools: Sequence[BaseTool]) -> str:
     return winners[0] if best > 0 and len(winners) == 1 else tools[0].name
 
 
-def step_candidates(step: RequestStep, tools: Sequence[BaseTool]) -> list[str]:
+def step_candidates(tools: Sequence[BaseTool]) -> list[str]:
     """The tools the model may choose for a step no verb decides: those that declare no verbs
     (an MCP server's, a user's own), which may do anything; empty when every tool declares its
     verbs, and the step is then no tool's."""
-    del step  # every undecided step gets the same choice; kept for the call sites' clarity
     return [tool.name for tool in tools if not _verbs(tool)]
 
 
@@ -568,8 +567,7 @@ def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> 
             "parameters": {
                 "type": "object",
                 "properties": {
-                    step.words: {"enum": [*step_candidates(step, tools), NOT_AN_ACTION]}
-                    for step in steps
+                    step.words: {"enum": [*step_candidates(tools), NOT_AN_ACTION]} for step in steps
                 },
                 "required": [step.words for step in steps],
             },
