@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -275,29 +275,32 @@ async def test_compact_profile_ends_two_empty_direct_answers_as_no_answer(
     assert "I have no answer to this request" in final_text(result)
 
 
+@tool
+def rate(note: str, mood: Literal["good", "bad"]) -> str:
+    """Rate a note."""
+    return f"rated {note} {mood}"
+
+
 async def test_compact_profile_asks_an_empty_step_again_and_finishes_the_item(
     database: Database,
 ) -> None:
+    """An item whose action leaves the model a choice (``mood``): its empty reply is asked
+    again, and the item is closed by the harness from the action's result."""
     script = [
-        ai(tool_call("create_todo", items=[{"title": "one"}])),
+        ai(tool_call("plan_steps", one="rate")),  # the plan: which tool does "one"
         empty(),  # the item's action step
-        ai(tool_call("record", note="one")),
+        ai(tool_call("rate", note="one", mood="good")),
     ]
+    model = ScriptedChatModel(script=script)
+    graph = build_graph(model, tools=[rate], database=database, include_default_tools=False)
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        if script:
-            return script.pop(0)
-        # The compact plan view shows no ids (its schema pins the one in progress).
-        [(todo_id,)] = query(database, "SELECT id FROM turn_todos WHERE status = 'in_progress'")
-        return ai(tool_call("complete_todo", todoId=todo_id, outcome="record succeeded"))
-
-    model = ScriptedChatModel(responder=respond)
-
-    result = await run(make_graph(model, database), "one", COMPACT)
+    result = await run(graph, "one", COMPACT)
 
     assert result["turnStatus"] == "answered"  # the closing answer is built from the rows
-    assert model.calls == 4
+    assert model.calls == 3
     assert asked_again_in(model.prompts[2])
+    [(status, outcome)] = query(database, "SELECT status, outcome FROM turn_todos")
+    assert (status, outcome) == ("completed", "rate succeeded")
     assert rows_in_db(database) == [("one", "completed")]
 
 
