@@ -598,7 +598,7 @@ def plan_items(
             title = target if creates else step.phrase
         else:
             title = f"{tool.replace('_', ' ')} '{step.phrase}'"
-        action = PlannedAction(tool, target, step.clause)
+        action = PlannedAction(tool, target, step.words)
         items.append({"title": title[:MAX_STRING_LENGTH], "context": action.as_context()})
     return items
 

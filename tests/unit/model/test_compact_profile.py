@@ -525,3 +525,21 @@ def test_the_conversation_task_list_alone_is_planned_by_its_verbs(tmp_path: Any)
     [call] = binding.reply.tool_calls
     contexts = [item["context"].split()[1] for item in call["args"]["items"]]
     assert contexts == ["AddTask", "AddTask", "ListTasks"]
+
+
+def test_items_quoted_in_one_list_are_added_without_the_model_and_without_descriptions(
+    tools: list[Any],
+) -> None:
+    request = "Please add these to my tasks: 'buy a new charger', 'send the invoice', 'call Bo'"
+    plan = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
+    assert plan.reply is not None
+    first = plan.reply.tool_calls[0]["args"]["items"][0]
+    row = TurnTodo(
+        id="id-1", title=first["title"], status="in_progress", priority=0, context=first["context"]
+    )
+
+    act = step_binding(tools, [row], [tool_result("create_todo")], None, request)
+
+    assert act.reply is not None
+    [call] = act.reply.tool_calls
+    assert call["args"] == {"title": "buy a new charger"}
