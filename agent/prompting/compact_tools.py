@@ -584,7 +584,7 @@ def plan_items(
     verbs = {tool.name: _verbs(tool) for tool in tools}
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    for step in steps:
+    for index, step in enumerate(steps):
         tool = chosen.get(step.words)
         if not isinstance(tool, str) or tool == NOT_AN_ACTION:
             continue
@@ -592,6 +592,10 @@ def plan_items(
         if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
             # "add each of them as a task" adds the items already planned, nothing new.
             continue
+        if refers_back(target):
+            # "I paid the bill, tick it off": "it" is the words before, never a title to
+            # search for ("it" is part of "electricity").
+            target = _referent(steps[:index], chosen) or target
         seen.add((tool, target.casefold()))
         creates = tool.startswith("add")
         if creates or not step.quoted:
@@ -601,6 +605,14 @@ def plan_items(
         action = PlannedAction(tool, target, step.words)
         items.append({"title": title[:MAX_STRING_LENGTH], "context": action.as_context()})
     return items
+
+
+def _referent(before: Sequence[RequestStep], chosen: Mapping[str, Any]) -> str | None:
+    """What "it" points at: the nearest earlier step that is no action of its own."""
+    for step in reversed(before):
+        if not step.heading and chosen.get(step.words) in (None, NOT_AN_ACTION):
+            return core_phrase(step)
+    return None
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:

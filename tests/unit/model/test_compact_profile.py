@@ -543,3 +543,16 @@ def test_items_quoted_in_one_list_are_added_without_the_model_and_without_descri
     assert act.reply is not None
     [call] = act.reply.tool_calls
     assert call["args"] == {"title": "buy a new charger"}
+
+
+def test_it_points_at_the_words_before_and_is_never_searched_as_a_title(
+    tools: list[Any],
+) -> None:
+    request = "I paid the electricity bill this morning, you can tick it off."
+
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert call["name"] == "complete_task"
+    assert call["args"]["task_identifier"] == "paid the electricity bill this morning"
