@@ -78,10 +78,10 @@ def add_run(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--plan",
-        choices=["auto", "always"],
+        choices=["auto", "always", "off"],
         default="auto",
         help="always: make the first model call write the plan (create_todo); auto: let the "
-        "model decide (default)",
+        "model decide (default); off: no plan tools at all",
     )
     parser.add_argument("--user", default="local-user", help="user whose tasks the turn manages")
     parser.add_argument(

@@ -115,7 +115,7 @@ async def run_turn(
     conversation_id: str | None = None,
     thread_id: str | None = None,
     resume: bool = False,
-    planning: Literal["auto", "always"] = "auto",
+    planning: Literal["auto", "always", "off"] = "auto",
     toolsets: Sequence[ToolsetName] | None = None,
     approve_plan: bool = False,
     out: TextIO | None = None,

@@ -55,6 +55,28 @@ def test_run_prints_the_plan_and_exits_zero(
     assert scripted_openai.requests[0]["tool_choice"]["function"]["name"] == "create_todo"
 
 
+def test_run_with_planning_off_sends_no_plan_tools(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scripted_openai.reply(text("Nothing to plan."))
+    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+
+    status = main(
+        ["run", "--model", "openai:scripted", "--database", database, "--plan", "off", "hi"]
+    )
+
+    assert status == 0
+    assert "Nothing to plan." in capsys.readouterr().out
+    offered = {tool["function"]["name"] for tool in scripted_openai.requests[0].get("tools", [])}
+    assert offered.isdisjoint({"create_todo", "complete_todo", "list_todo"})
+    assert "add_task" in offered
+
+
 def test_two_runs_in_one_process_each_get_a_working_model(
     scripted_openai: ScriptedOpenAIServer,
     tmp_path: Path,
