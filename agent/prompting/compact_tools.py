@@ -9,11 +9,16 @@ cores, and with nine tools to choose from it wrote tool names as plan titles. Me
 that help it, all applied here and none specific to one request:
 
 - a short system prompt (``prompts/compact_supervisor.md``) and a plan view without ids;
-- only the tools the step needs, decided by the graph from the plan rows and the history:
-  planning binds ``create_todo`` (forced when ``planning="always"``); while an item is in
-  progress the model first gets the domain tools (and ``complete_todo`` for items no tool can
-  do), and once an action has returned it must call ``complete_todo``; with every item closed
-  the answer is built from the rows (what was done, with each outcome), not generated;
+- the plan made from the user's own words (``agent.prompting.compact_plan``): each step of the
+  request gets the tool its verb names, the model choosing only where no verb decides, and the
+  row records its planned action; a one-step request under planning ``auto`` is done without a
+  plan, and a request no tool can do is answered plainly;
+- only the tools the step needs, decided from the plan rows and the history: an item planned
+  with a tool is offered that tool alone, and when the user's words fix every argument the
+  harness makes the call itself (``StepBinding.reply``, no model call); an item planned some
+  other way gets the domain tools (and ``complete_todo`` for items no tool can do); once its
+  action has returned, the harness closes it from the result (completed with the tool's report,
+  or cancelled with the error); with every item closed the answer is built from the rows;
 - compact tool schemas: required arguments and closed choices (enums) only, every free string
   capped, so the JSON-schema grammar llama.cpp builds from a forced tool keeps each call short;
   the id of the item in progress is a constant in ``complete_todo``'s schema, so the model never
@@ -53,15 +58,20 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agent.prompting.request_steps import (
-    QUOTED,
-    RequestStep,
-    core_phrase,
-    refers_back,
-    request_steps,
-    verb_at_start,
+from agent.prompting.compact_plan import (
+    NO_TOOL_OUTCOME,
+    NOT_AN_ACTION,
+    PLAN_TOOL,
+    PlannedAction,
+    plan_items,
+    plan_steps_tool,
+    planned_action,
+    step_candidates,
+    steps_by_verb,
+    whole_request_items,
 )
-from agent.tool_names import ASK_USER, REQUEST_VERBS_METADATA, TODO_TOOL_NAMES
+from agent.prompting.request_steps import QUOTED, RequestStep, request_steps
+from agent.tool_names import ASK_USER, TODO_TOOL_NAMES
 from agent.turn.outcome import plan_finished_message
 from prompts import render_prompt
 from storage.models import TurnTodo
@@ -84,8 +94,6 @@ Phase = Literal["plan", "act", "close", "answer"]
 
 DISPATCH_TOOL = "use_tool"
 """The one function the act step offers; its variants are the step's real tools."""
-
-_QUOTED = QUOTED
 
 
 def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -394,49 +402,6 @@ def _is_free_string(schema: Mapping[str, Any]) -> bool:
     return schema.get("type") == "string" and "enum" not in schema and "const" not in schema
 
 
-PLAN_TOOL = "plan_steps"
-"""The compact plan's one function: for each step of the request, the tool that does it."""
-
-NOT_AN_ACTION = "none"
-
-NO_TOOL_OUTCOME = "no tool of mine does what this asks"
-
-PLANNED_PREFIX = "use "
-_PLANNED = re.compile(
-    r'^use (?P<tool>[A-Za-z0-9_]+) on "(?P<target>[^"\n]*)"(?: \(from: (?P<clause>.*)\))?$', re.S
-)
-
-
-@dataclass(frozen=True)
-class PlannedAction:
-    """What the compact plan decided for a row: which tool does it, on which of the user's
-    words, and the quoted words of the clause it came from. Kept in the row's ``context``
-    (``use add_task on "buy groceries" (from: add 'buy groceries' to my tasks)``), so it is
-    in the database with the row and readable in ``list_todo``."""
-
-    tool: str
-    target: str
-    clause: str
-
-    @property
-    def clause_quotes(self) -> list[str]:
-        return [
-            next(g for g in match.groups() if g).strip() for match in _QUOTED.finditer(self.clause)
-        ]
-
-    def as_context(self) -> str:
-        target = self.target.replace('"', "'")
-        return f'{PLANNED_PREFIX}{self.tool} on "{target}" (from: {self.clause})'
-
-
-def planned_action(row: TurnTodo) -> PlannedAction | None:
-    """The row's planned action, if the compact plan made it."""
-    match = _PLANNED.match(row.context or "")
-    if match is None:
-        return None
-    return PlannedAction(match["tool"], match["target"], match["clause"] or "")
-
-
 def _plan_binding(
     steps: Sequence[RequestStep], tools: Sequence[BaseTool], required: bool
 ) -> StepBinding:
@@ -478,141 +443,12 @@ def _plan_binding(
             [],
             "create_todo",
             PLAN_MAX_TOKENS,
-            reply=_tool_call_message("create_todo", {"items": items or _whole_request(steps)}),
+            reply=_tool_call_message("create_todo", {"items": items or whole_request_items(steps)}),
         )
     # Nothing the request asks for is something a tool does: said plainly, no call made.
     names = ", ".join(tool.name for tool in tools)
     reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
-
-
-def _verbs(tool: BaseTool) -> tuple[str, ...]:
-    verbs = (tool.metadata or {}).get(REQUEST_VERBS_METADATA, ())
-    return tuple(verb for verb in verbs if isinstance(verb, str))
-
-
-def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, str]:
-    """The steps whose tool is known without the model: a heading is no action; a step whose
-    words start with one tool's verb is that tool's; a step without a verb takes the tool of
-    the words it follows ("add milk and eggs": eggs are added too)."""
-    decided: dict[str, str] = {}
-    for step in steps:
-        if step.heading:
-            decided[step.words] = NOT_AN_ACTION
-            continue
-        named = [tool.name for tool in tools if verb_at_start(step.words, _verbs(tool))]
-        if not named and step.follows:
-            named = [tool.name for tool in tools if verb_at_start(step.follows, _verbs(tool))]
-            inherited = decided.get(step.follows)
-            if not named and inherited is not None and inherited != NOT_AN_ACTION:
-                named = [inherited]
-        if len(named) > 1:
-            named = [_by_place(step, [tool for tool in tools if tool.name in named])]
-        if len(named) == 1:
-            decided[step.words] = named[0]
-    return decided
-
-
-_WORDS = re.compile(r"[a-z0-9']+")
-
-
-def _by_place(step: RequestStep, tools: Sequence[BaseTool]) -> str:
-    """Of tools that share a verb (adding to the user's tasks or to the conversation's list),
-    the one whose description's first line has words the step uses and the others' lack
-    ("on this conversation's task list"); else the first bound (the default toolset's)."""
-    said = set(_WORDS.findall(QUOTED.sub(" ", step.words).lower()))
-    lines = {
-        tool.name: set(_WORDS.findall((tool.description or "").strip().splitlines()[0].lower()))
-        for tool in tools
-    }
-    scores = {
-        name: len(said & (words - set().union(*(w for n, w in lines.items() if n != name))))
-        for name, words in lines.items()
-    }
-    best = max(scores.values())
-    winners = [name for name, score in scores.items() if score == best]
-    return winners[0] if best > 0 and len(winners) == 1 else tools[0].name
-
-
-def step_candidates(tools: Sequence[BaseTool]) -> list[str]:
-    """The tools the model may choose for a step no verb decides: those that declare no verbs
-    (an MCP server's, a user's own), which may do anything; empty when every tool declares its
-    verbs, and the step is then no tool's."""
-    return [tool.name for tool in tools if not _verbs(tool)]
-
-
-def _whole_request(steps: Sequence[RequestStep]) -> list[dict[str, Any]]:
-    """The one item of a turn that must plan when no step is a tool's: the request itself,
-    cancelled by the harness as something no tool does (``NOT_AN_ACTION``)."""
-    title = " ".join(step.phrase for step in steps)[:MAX_STRING_LENGTH]
-    action = PlannedAction(NOT_AN_ACTION, title, "")
-    return [{"title": title, "context": action.as_context()}]
-
-
-def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, Any]:
-    """The plan as a classification: one property per step of the request (its words are the
-    key), each an enum of the domain tools and ``none``. The grammar makes the model answer
-    every step once, in order, and nothing else."""
-    listing = "; ".join(
-        f"{tool.name}: {(tool.description or '').strip().splitlines()[0]}" for tool in tools
-    )
-    return {
-        "type": "function",
-        "function": {
-            "name": PLAN_TOOL,
-            "description": (
-                "For each part of the user's request, the tool that does it, or "
-                f"{NOT_AN_ACTION} if it asks for nothing to be done. {listing}"
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    step.words: {"enum": [*step_candidates(tools), NOT_AN_ACTION]} for step in steps
-                },
-                "required": [step.words for step in steps],
-            },
-        },
-    }
-
-
-def plan_items(
-    steps: Sequence[RequestStep], chosen: Mapping[str, Any], tools: Sequence[BaseTool] = ()
-) -> list[dict[str, Any]]:
-    """The ``create_todo`` items for the steps given a tool: the title in the user's words
-    (what to add, for an added task), the planned action in the row's context. Two steps that
-    would do the same thing to the same words are one item."""
-    verbs = {tool.name: _verbs(tool) for tool in tools}
-    items: list[dict[str, Any]] = []
-    seen: set[tuple[str, str]] = set()
-    for index, step in enumerate(steps):
-        tool = chosen.get(step.words)
-        if not isinstance(tool, str) or tool == NOT_AN_ACTION:
-            continue
-        target = core_phrase(step, verb_at_start(step.phrase, verbs.get(tool, ())))
-        if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
-            # "add each of them as a task" adds the items already planned, nothing new.
-            continue
-        if refers_back(target):
-            # "I paid the bill, tick it off": "it" is the words before, never a title to
-            # search for ("it" is part of "electricity").
-            target = _referent(steps[:index], chosen) or target
-        seen.add((tool, target.casefold()))
-        creates = tool.startswith("add")
-        if creates or not step.quoted:
-            title = target if creates else step.phrase
-        else:
-            title = f"{tool.replace('_', ' ')} '{step.phrase}'"
-        action = PlannedAction(tool, target, step.words)
-        items.append({"title": title[:MAX_STRING_LENGTH], "context": action.as_context()})
-    return items
-
-
-def _referent(before: Sequence[RequestStep], chosen: Mapping[str, Any]) -> str | None:
-    """What "it" points at: the nearest earlier step that is no action of its own."""
-    for step in reversed(before):
-        if not step.heading and chosen.get(step.words) in (None, NOT_AN_ACTION):
-            return core_phrase(step)
-    return None
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:
@@ -621,7 +457,7 @@ def grounded_phrases(current: TurnTodo, request: str) -> list[str]:
     title_words = set(_words(current.title))
     phrases = [current.title.strip()]
     for text in (current.title, current.context or "", request):
-        for match in _QUOTED.finditer(text):
+        for match in QUOTED.finditer(text):
             phrase = next(group for group in match.groups() if group).strip()
             if phrase and (text is not request or title_words & set(_words(phrase))):
                 phrases.append(phrase)
@@ -754,7 +590,7 @@ def _plan_runnable(
         chosen = next((call["args"] for call in calls if call["name"] == PLAN_TOOL), {})
         items = plan_items(steps, {**chosen, **binding.plan_decided}, tools)
         if not items and binding.plan_required:
-            items = _whole_request(steps)
+            items = whole_request_items(steps)
         direct = _direct_action(items, tools) if not binding.plan_required else None
         if direct is not None:
             return direct
@@ -798,7 +634,7 @@ def no_plan_binding(
     del history  # every no-plan step offers the same tools
     phrases = [
         next(group for group in match.groups() if group).strip()
-        for match in _QUOTED.finditer(request)
+        for match in QUOTED.finditer(request)
     ]
     phrases = list(dict.fromkeys(phrase for phrase in phrases if phrase))
     domain = [

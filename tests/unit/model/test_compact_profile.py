@@ -86,7 +86,7 @@ def test_unknown_profile_is_refused_with_the_choices() -> None:
 
 
 def planned_row(tool: str, target: str, clause: str, *, status: str = "in_progress") -> TurnTodo:
-    from agent.prompting.compact_tools import PlannedAction
+    from agent.prompting.compact_plan import PlannedAction
 
     context = PlannedAction(tool, target, clause).as_context()
     return TurnTodo(id="id-1", title=target, status=status, priority=0, context=context)
@@ -474,7 +474,6 @@ async def test_a_lone_step_the_model_names_is_done_without_a_plan_when_planning_
 def test_a_turn_that_must_plan_records_a_request_no_tool_does_as_a_cancelled_item(
     tools: list[Any],
 ) -> None:
-    from agent.prompting.compact_tools import PlannedAction
 
     request = "Email my boss the list"
     plan = step_binding(tools, [], [HumanMessage(request)], "create_todo", request)
@@ -487,7 +486,7 @@ def test_a_turn_that_must_plan_records_a_request_no_tool_does_as_a_cancelled_ite
 
     close = step_binding(tools, [row], [tool_result("create_todo")], None, request)
 
-    assert isinstance(PlannedAction, type) and close.reply is not None
+    assert close.reply is not None
     [call] = close.reply.tool_calls
     assert call["args"]["status"] == "cancelled"
     assert "no tool" in call["args"]["outcome"]
