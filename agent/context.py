@@ -90,6 +90,22 @@ class Context:
             "partial answer."
         },
     )
+    max_idle_rounds: int = field(
+        default=3,
+        metadata={
+            "description": "Tool rounds in a row that start or close no plan item and only "
+            "read the plan (list_todo) or repeat a call already made this turn with the same "
+            "arguments, before the turn ends stalled with an honest partial answer."
+        },
+    )
+    max_turn_tokens: int | None = field(
+        default=None,
+        metadata={
+            "description": "Token budget of one turn: once its LLM calls' prompt plus "
+            "completion tokens pass it, the turn ends budget_exhausted with an honest partial "
+            "answer. Empty: no token budget (the call budget still applies)."
+        },
+    )
     history_limit: int = field(
         default=10,
         metadata={
@@ -178,6 +194,13 @@ class Context:
             setattr(self, name, value)
         if self.max_reminders < 0 or self.max_retries < 0:
             raise ValueError("Context.max_reminders and max_retries must not be negative.")
+        if self.max_turn_tokens is not None:
+            self.max_turn_tokens = _as_number("max_turn_tokens", self.max_turn_tokens, int)
+            if self.max_turn_tokens < 1:
+                raise ValueError(
+                    f"Context.max_turn_tokens must be at least 1 (or empty), got "
+                    f"{self.max_turn_tokens}."
+                )
         self.request_timeout = _as_number("request_timeout", self.request_timeout, float)
         if self.request_timeout <= 0:
             raise ValueError("Context.request_timeout must be a positive number of seconds.")
@@ -206,6 +229,7 @@ _POSITIVE_INTS = (
     "max_text_length",
     "max_batch_items",
     "max_parallel_tools",
+    "max_idle_rounds",
 )
 
 

@@ -78,6 +78,31 @@ class SupervisorState(InputState):
     remindersInARow: int = 0
     """Premature answers since the last tool round; past ``max_reminders`` the turn stops."""
 
+    promptTokens: int = 0
+    """Prompt tokens of this turn's LLM calls so far (``agent.turn.usage``)."""
+
+    completionTokens: int = 0
+    """Completion tokens of this turn's LLM calls so far."""
+
+    usageEstimated: bool = False
+    """Some call's usage was estimated from characters: the server reported none."""
+
+    rowUsage: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Usage charged to each row of the turn, by row id: ``{"llmCalls", "promptTokens",
+    "completionTokens"}`` (a stage in progress together shares each call's tokens evenly).
+    ``todos`` shows it as each row's ``usage``."""
+
+    idleRounds: int = 0
+    """Tool rounds in a row that started or closed no row and only read the plan or repeated
+    a call of this turn (``agent.turn.idle``); at ``max_idle_rounds`` the turn ends stalled."""
+
+    idleCalls: list[str] = field(default_factory=list)
+    """The calls of those idle rounds, as the stalled report names them."""
+
+    progressMark: str = ""
+    """A digest of the rows' ids and statuses after the last tool round: a round that leaves it
+    unchanged started or closed no row."""
+
     approvePlan: bool = False
     """``Context.approve_plan`` of the run that started the turn (a resume may not send it)."""
 
@@ -128,10 +153,17 @@ class OutputState:
     turnStatus: TurnStatus = "running"
     """answered, budget_exhausted, stalled, no_answer or failed (see SupervisorState)."""
     todos: list[TodoSnapshot] = field(default_factory=list)
-    """The turn's plan rows as the turn left them (empty when it made no plan)."""
+    """The turn's plan rows as the turn left them (empty when it made no plan), each with the
+    ``usage`` charged to it: ``{"llmCalls", "promptTokens", "completionTokens"}``."""
     toolErrors: int = 0
     """Tool calls that failed through no fault of the model (database, worker)."""
     llmCalls: int = 0
     """LLM calls the turn made."""
+    promptTokens: int = 0
+    """Prompt tokens the turn's LLM calls used (estimated when ``usageEstimated``)."""
+    completionTokens: int = 0
+    """Completion tokens the turn's LLM calls used."""
+    usageEstimated: bool = False
+    """Some call's usage was estimated from characters (the server reported none)."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks the turn changed."""

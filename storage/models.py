@@ -23,6 +23,8 @@ action exactly-once.
 transaction as the change, so a call replayed after a crash returns its result instead of acting
 twice.
 
+``turn_row_usage`` holds the LLM calls and tokens charged to each plan row (issue 29).
+
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
 """
@@ -265,3 +267,34 @@ class ToolAuditEntry(Base):
     turn_id: Mapped[str] = mapped_column(Text, nullable=False)
     tool_call_id: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class TurnRowUsage(Base):
+    """LLM usage charged to one plan row (issue 29 §5): the calls made while it was in progress,
+    and its share of their tokens (a stage in progress together shares each call evenly).
+
+    A table of our own, so ``turn_todos`` keeps seed 004's DDL. Written with the turn's running
+    figures after each call (absolute values, so writing the same call twice changes nothing);
+    ``estimated`` when any of those calls' usage came from characters, not from the server.
+    """
+
+    __tablename__ = "turn_row_usage"
+    __table_args__ = (Index("idx_turn_row_usage_turn", "conversationId", "turnId"),)
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    todoId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, nullable=False)
+    llmCalls: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    promptTokens: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    completionTokens: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    estimated: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
+    updatedAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+    def to_dict(self) -> dict[str, object]:
+        """The row's usage in the shape of ``values.todos[i].usage``, plus ``estimated``."""
+        return {
+            "llmCalls": self.llmCalls,
+            "promptTokens": self.promptTokens,
+            "completionTokens": self.completionTokens,
+            "estimated": self.estimated,
+        }

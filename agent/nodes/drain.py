@@ -8,7 +8,8 @@ budget left goes straight back to ``execute`` (``agent.nodes.routing.after_tools
 - The model answered and every row is closed (or there was no plan): the turn ends.
 - The model replied with nothing (no text, no tool call): ask once more; a second empty reply,
   or one on the last allowed call, ends the turn ``no_answer`` (``agent.turn.empty_answer``).
-- The budget is spent: end with an honest answer built from the rows themselves; open rows stay
+- The budget is spent (LLM calls, or ``Context.max_turn_tokens`` tokens: the answer says which):
+  end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
   row closed on the last allowed call, the same rows make a complete answer.
 - After a tool round (a plan that was approved, or a step ``update_state`` made as ``tools``):
@@ -39,9 +40,11 @@ from agent.turn.outcome import (
     budget_exhausted_message,
     plan_complete_message,
     stalled_message,
+    tokens_exhausted_message,
 )
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
+from agent.turn.usage import todos_with_usage, tokens_exhausted, turn_usage
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -103,7 +106,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
-        todos = [row.to_dict() for row in rows]
+        todos = todos_with_usage([row.to_dict() for row in rows], state.rowUsage)
         handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
             handed = hand_over(todos, claim.scope, claim.step, rows, shown=True)
@@ -129,7 +132,9 @@ def _drain(
     budget = budget_after_round(
         state.iterationBudget, state.llmCalls, counts.remaining > 0, not answered, context
     )
-    out_of_calls = state.llmCalls >= budget
+    usage = turn_usage(state)
+    out_of_tokens = tokens_exhausted(usage, context.max_turn_tokens)
+    out_of_calls = state.llmCalls >= budget or out_of_tokens
 
     if not (out_of_calls and counts.remaining):
         # An empty reply is no answer (agent.turn.empty_answer): asked again once, else no_answer.
@@ -143,7 +148,11 @@ def _drain(
         message = AIMessage(content=plan_complete_message(rows))
         return {"messages": [message], "turnStatus": "answered"}
     if out_of_calls:
-        message = AIMessage(content=budget_exhausted_message(rows, state.llmCalls))
+        message = AIMessage(
+            content=tokens_exhausted_message(rows, usage.total_tokens, context.max_turn_tokens)
+            if out_of_tokens and context.max_turn_tokens is not None
+            else budget_exhausted_message(rows, state.llmCalls)
+        )
         return {
             "messages": [message],
             "turnStatus": "budget_exhausted",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
@@ -30,9 +30,13 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
 from agent.turn.budget import budget_after_round
+from agent.turn.idle import judge_round, repeated_summary
 from agent.turn.lineage import claim_next_step
+from agent.turn.outcome import stalled_idle_message
 from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
+from agent.turn.usage import todos_with_usage, tokens_exhausted, turn_usage
+from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
 
@@ -41,6 +45,20 @@ def after_tool_round(messages: Sequence[AnyMessage]) -> bool:
     approval from ``drain`` leaves its own message last, and ``drain`` has already counted
     the round then."""
     return bool(messages) and isinstance(messages[-1], ToolMessage)
+
+
+def _stalled(
+    rows: list[TurnTodo], rounds: int, calls: list[str], state: SupervisorState
+) -> dict[str, Any]:
+    """The update that ends the turn ``stalled`` after ``rounds`` idle tool rounds, with the
+    honest partial report naming the calls that went round (``agent.turn.idle``)."""
+    message = AIMessage(content=stalled_idle_message(rows, rounds, repeated_summary(calls)))
+    return {
+        **NOTHING_HANDED,
+        "todos": todos_with_usage([row.to_dict() for row in rows], state.rowUsage),
+        "messages": [message],
+        "turnStatus": "stalled",
+    }
 
 
 def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
@@ -79,11 +97,24 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 remindersInARow=0,
                 toolErrors=operator_faults(state.messages, state.turnMessageId),
             )
-            if state.llmCalls >= budget:
+            usage = turn_usage(state)
+            if state.llmCalls >= budget or tokens_exhausted(usage, context.max_turn_tokens):
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
                 update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
                 return update
+            idle = judge_round(
+                state.messages,
+                state.turnMessageId,
+                claim.rows,
+                mark_before=state.progressMark,
+                idle_before=state.idleRounds,
+                calls_before=state.idleCalls,
+                max_idle_rounds=context.max_idle_rounds,
+            )
+            update.update(idle.update)
+            if idle.stalled:
+                return {**update, **_stalled(claim.rows, idle.rounds, idle.calls, state)}
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).
             update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
@@ -95,6 +126,8 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             rows=claim.rows,
             claimed_step=claim.step,
             retaken=claim.retaken,
+            usage=turn_usage(state),
+            row_usage=state.rowUsage,
         )
         return await model_step(deps, state.messages, view, context, update)
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langgraph.errors import GraphBubbleUp
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent.calls.gate import NOT_FRESH, fresh_message
 from agent.calls.safe_input import quarantine_unstorable_calls
 from agent.context import Context
-from agent.errors import ToolFailure
+from agent.errors import ToolFailure, database_failure
 from agent.llm.chat_models import invalid_tool_call_messages
 from agent.nodes.deps import SupervisorDeps
 from agent.prompting.builder import model_messages, orphaned_tool_calls, recent_history
@@ -30,10 +31,19 @@ from agent.turn.call_ledger import recorded_results
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import NOTHING_HANDED
+from agent.turn.usage import (
+    RowUsage,
+    TurnUsage,
+    call_usage,
+    charged_rows,
+    usage_after_call,
+)
 from storage.models import TurnTodo
-from storage.repositories import TurnScope
+from storage.repositories import TurnScope, save_row_usage_alone
 
 logger = logging.getLogger(__name__)
+
+NO_USAGE = TurnUsage(llm_calls=0, prompt_tokens=0, completion_tokens=0, estimated=False)
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,10 @@ class TurnView:
     retaken: bool = False
     """The step is one this run took before (``TurnClaim.retaken``): the answer it got then, if
     recorded, is the answer now (``agent.turn.answer_ledger``)."""
+    usage: TurnUsage = NO_USAGE
+    """The turn's usage before this call (``agent.turn.usage.turn_usage`` of the state)."""
+    row_usage: Mapping[str, RowUsage] = field(default_factory=dict)
+    """The usage charged to each row before this call (``SupervisorState.rowUsage``)."""
 
 
 REASON_LIMIT = 300
@@ -107,6 +121,10 @@ async def model_step(
         return end_turn_with_failure(failure.message, rows, update)
     if replayed is not None:
         # The calls of this answer may have run already: the tools step reads their records.
+        try:
+            update.update(await _charge(deps, view, rows, replayed, None))
+        except ToolFailure as failure:
+            return end_turn_with_failure(failure.message, rows, update)
         return _with_answer(update, replayed, view)
     try:
         step = await deps.step_call(
@@ -152,10 +170,39 @@ async def model_step(
             f"the language model returned {type(response).__name__}, not a message.", rows, update
         )
 
+    try:
+        update.update(await _charge(deps, view, rows, answered, prompt))
+    except ToolFailure as failure:
+        return end_turn_with_failure(failure.message, rows, update)
     # Another run's answer (recorded first) may have had its calls run; this call's own answer
     # has ids nothing has seen yet.
     fresh = response is answered
     return _with_answer(update, response, view, fresh=fresh)
+
+
+async def _charge(
+    deps: SupervisorDeps,
+    view: TurnView,
+    rows: Sequence[TurnTodo],
+    answer: AIMessage,
+    prompt: Sequence[BaseMessage] | None,
+) -> dict[str, Any]:
+    """The usage update of this call (``agent.turn.usage``), charged to the rows in progress;
+    their figures are written to ``turn_row_usage``."""
+    charged = charged_rows(rows)
+    usage = call_usage(answer, prompt)
+    update = usage_after_call(view.usage, view.row_usage, usage, charged)
+    if charged and view.scope.turn_id:
+        try:
+            await save_row_usage_alone(
+                deps.database,
+                view.scope,
+                {row_id: update["rowUsage"][row_id] for row_id in charged},
+                estimated=update["usageEstimated"],
+            )
+        except (SQLAlchemyError, OSError) as error:
+            raise database_failure(error, "row usage") from error
+    return update
 
 
 def _with_answer(

@@ -53,7 +53,9 @@ from agent.turn.call_ledger import (
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
+from agent.turn.progress import with_running_usage
 from agent.turn.rows_handoff import HANDED_ROWS, STEP_ROWS, HandedRows, StepRows, step_rows
+from agent.turn.usage import turn_usage
 from prompts import Prompts, use_prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
@@ -203,14 +205,15 @@ def _record_batch(database: Database) -> RecordBatch:
 
 def _with_settings(request: ToolCallRequest, defaults: ContextDefaults | None) -> ToolCallRequest:
     """The request with turnplan's settings as its runtime's context, so every tool reads them
-    there (``agent.context.run_settings``; inside a user's graph the context is the parent's)."""
+    there (``agent.context.run_settings``; inside a user's graph the context is the parent's),
+    and a stream writer that adds the turn's running usage to plan events."""
     runtime: ToolRuntime[Any, Any] | None = request.runtime
     if runtime is None:
         return request
     settings = run_settings(runtime.context, defaults)
-    if settings is runtime.context:
-        return request
-    return replace(request, runtime=replace(runtime, context=settings))
+    # Plan events carry the turn's running usage (``agent.turn.progress.with_running_usage``).
+    writer = with_running_usage(runtime.stream_writer, turn_usage(request.state))
+    return replace(request, runtime=replace(runtime, context=settings, stream_writer=writer))
 
 
 class SupervisorToolNode(OrderedToolNode):

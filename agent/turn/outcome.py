@@ -61,6 +61,22 @@ def stalled_message(rows: Sequence[TurnTodo], answers: int) -> str:
     return _incomplete_plan_message("stalled", rows, times=times)
 
 
+def tokens_exhausted_message(rows: Sequence[TurnTodo], used: int, limit: int) -> str:
+    """The final answer when the turn's tokens passed ``Context.max_turn_tokens``: which budget
+    ran out, what was done, what was not."""
+    if not rows:
+        return render_prompt("tokens_exhausted_no_plan", used=used, limit=limit)
+    return _incomplete_plan_message("tokens_exhausted", rows, used=used, limit=limit)
+
+
+def stalled_idle_message(rows: Sequence[TurnTodo], idle_rounds: int, repeated: str) -> str:
+    """The final answer when ``idle_rounds`` tool rounds in a row made no progress
+    (``agent.turn.idle``); ``repeated`` names the calls that went round."""
+    return _incomplete_plan_message(
+        "stalled_idle", rows, idle_rounds=idle_rounds, repeated=repeated
+    )
+
+
 def no_answer_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
     """The final answer when the model replied with nothing: twice in a row (``asked_again``:
     the second reply answered ``prompts/answer_required.md``), or once on the turn's last

@@ -8,6 +8,9 @@ Delegation adds two kinds that change no row: ``delegated`` (a worker took the i
 ``returned`` (the worker is done, or failed: ``error`` says why). They carry the same fields, with
 the row's status as it stands, plus ``agentType`` and ``error``, so a client that knows the todo
 events can show them without a second schema.
+
+Events written by the supervisor's tools carry ``usage``: the turn's running totals (LLM calls,
+prompt and completion tokens, whether estimated: ``agent.turn.usage``) when the round began.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
+from agent.turn.usage import TurnUsage
 from storage.models import TurnTodo
 
 TodoEventKind = Literal["planned", "started", "completed", "cancelled"]
@@ -85,3 +89,27 @@ def emit_delegation_event(
     """Write one delegation event; a run that is not streaming has a no-op writer (or none)."""
     if writer is not None:
         writer(delegation_event(kind, row, agent_type, error))
+
+
+def usage_payload(usage: TurnUsage) -> dict[str, Any]:
+    """The turn's running totals as events carry them."""
+    return {
+        "llmCalls": usage.llm_calls,
+        "promptTokens": usage.prompt_tokens,
+        "completionTokens": usage.completion_tokens,
+        "estimated": usage.estimated,
+    }
+
+
+def with_running_usage(writer: Callable[[Any], None], usage: TurnUsage) -> Callable[[Any], None]:
+    """A writer that adds the turn's running totals (``usage``: the turn's LLM calls and tokens
+    when the tool round began) to every plan event it writes, and passes anything else on as
+    it is. The supervisor's tools step gives its tools this writer, so the todo tools and
+    delegation need not know about usage."""
+
+    def write(chunk: Any) -> None:
+        if isinstance(chunk, dict) and chunk.get("type") == EVENT_TYPE and "usage" not in chunk:
+            chunk = {**chunk, "usage": usage_payload(usage)}
+        writer(chunk)
+
+    return write

@@ -1,10 +1,12 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
 exceptions are the writes that are transactions of their own (``Database.write_alone``): a step
-claim (``claim_step_alone``), a model answer (``record_answer_alone``) and the records of calls
-whose effect is elsewhere (``record_alone``)."""
+claim (``claim_step_alone``), a model answer (``record_answer_alone``), the records of calls
+whose effect is elsewhere (``record_alone``) and the usage of plan rows
+(``save_row_usage_alone``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
+from storage.repositories.row_usage import RowUsageRepository, save_row_usage_alone
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
 from storage.repositories.turn_steps import (
@@ -22,6 +24,7 @@ __all__ = [
     "ConversationRepository",
     "ModelAnswerRepository",
     "NewTurnTodo",
+    "RowUsageRepository",
     "TaskRepository",
     "ToolAuditRepository",
     "ToolCallKey",
@@ -33,4 +36,5 @@ __all__ = [
     "claim_step_alone",
     "record_alone",
     "record_answer_alone",
+    "save_row_usage_alone",
 ]

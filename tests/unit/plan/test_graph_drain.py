@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from contextlib import closing
@@ -155,11 +156,15 @@ async def test_answering_with_open_rows_gets_a_reminder_and_the_loop_continues(
 # --- budget -----------------------------------------------------------------------------------
 
 
+WORK_STEPS = itertools.count()
+
+
 def stubborn(messages: list[Any]) -> AIMessage:
-    """Plans two items, then works forever without closing any."""
+    """Plans two items, then works forever without closing any: each call new (a repeated one
+    would be stopped as no progress, ``tests/unit/budget/test_no_progress_stop.py``)."""
     if not plan_rows(plan_view(messages)):
         return ai(tool_call("create_todo", items=[{"title": "alpha"}, {"title": "beta"}]))
-    return ai(tool_call("record", note="still working"))
+    return ai(tool_call("record", note=f"still working, step {next(WORK_STEPS)}"))
 
 
 async def test_budget_extends_while_rows_remain_but_never_passes_the_cap(
