@@ -29,6 +29,7 @@ from agent.tools.mcp import McpTools
 from agent.turn.approval import decision_from_message
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import EVENT_TYPE
+from agent.turn.usage import TurnUsage, turn_usage
 from storage import Database
 from storage.repositories import TurnScope
 
@@ -59,6 +60,12 @@ class TurnReport:
     open_items: int
     model_calls: int = 0
     """Requests that really went to the chat model."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the turn's LLM calls (``agent.turn.usage``)."""
+    completion_tokens: int = 0
+    """Completion tokens of the turn's LLM calls."""
+    usage_estimated: bool = False
+    """The model server reported no usage for some call: the tokens are estimated."""
 
 
 class ModelCallCounter(AsyncCallbackHandler):
@@ -192,7 +199,27 @@ async def run_turn(
         file=out,
         flush=True,
     )
-    return TurnReport(status, answer, steps, rows_open, counter.calls)
+    usage = turn_usage(final)
+    print(usage_line(usage), file=out, flush=True)
+    return TurnReport(
+        status,
+        answer,
+        steps,
+        rows_open,
+        counter.calls,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.estimated,
+    )
+
+
+def usage_line(usage: TurnUsage) -> str:
+    """The turn's tokens as ``turnplan run`` prints them last."""
+    estimated = " (estimated from characters: the model server reported none)"
+    return (
+        f"tokens: {usage.prompt_tokens} prompt + {usage.completion_tokens} completion"
+        f"{estimated if usage.estimated else ''}"
+    )
 
 
 async def _stream_turn(

@@ -35,6 +35,12 @@ async def test_run_turn_prints_the_plan_moving_and_the_answer(database: Database
     assert "· add_task(title='eggs')" in lines
     assert "Done: 2 items." in text
     assert "turn answered · 4 LLM call(s) in 4 step(s) · 0 plan item(s) left open" in text
+    # The scripted model reports no usage: the CLI says the tokens are estimated.
+    assert report.usage_estimated and report.prompt_tokens > report.completion_tokens > 0
+    assert (
+        f"tokens: {report.prompt_tokens} prompt + {report.completion_tokens} completion "
+        "(estimated from characters: the model server reported none)"
+    ) in lines
 
 
 async def test_a_failed_call_is_printed_in_a_round_that_also_changed_the_plan(
