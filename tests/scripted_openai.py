@@ -65,6 +65,8 @@ class Reply:
     delay: float = 0.0
     """Seconds to wait before answering: how a test provokes a client timeout."""
     empty_choices: bool = False
+    no_usage: bool = False
+    """Leave ``usage`` out of the answer, as some servers do (the graph then estimates it)."""
 
 
 def text(content: str) -> Reply:
@@ -78,6 +80,11 @@ def tool_calls(*calls: tuple[str, dict[str, Any]], content: str | None = None) -
         content=content,
         tool_calls=tuple((name, json.dumps(args)) for name, args in calls),
     )
+
+
+def without_usage(reply: Reply) -> Reply:
+    """``reply`` with no ``usage`` in the answer (llama.cpp builds and some proxies send none)."""
+    return replace(reply, no_usage=True)
 
 
 def malformed_tool_call(name: str, raw_arguments: str) -> Reply:
@@ -160,7 +167,7 @@ def _completion(body: dict[str, Any], reply: Reply, request_number: int) -> dict
         "created": CREATED,
         "model": body.get("model", "scripted"),
         "choices": choices,
-        "usage": _usage(body, reply),
+        **({} if reply.no_usage else {"usage": _usage(body, reply)}),
     }
 
 
@@ -204,7 +211,7 @@ def _stream_chunks(
             for piece in _pieces(function["arguments"]):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         yield chunk({}, _finish_reason(reply))
-    if (body.get("stream_options") or {}).get("include_usage"):
+    if (body.get("stream_options") or {}).get("include_usage") and not reply.no_usage:
         yield {**base, "choices": [], "usage": _usage(body, reply)}
 
 
