@@ -11,7 +11,10 @@ snapshot (``todos``: Studio's view, a fork's copy) as its plan changes made it; 
 not be (``agent.turn.rows_handoff``: the rows handed over are not the ones it shows), it is brought
 up to date here, as it is for a fork, whose rows are new copies with ids of their own. A
 budget that is spent makes no call: the step hands over to ``drain``, which writes the turn's
-honest closing answer. So a plan item costs two graph steps (this and ``tools``) and one step
+honest closing answer; so does a spent token budget (``Context.max_turn_tokens``,
+``agent.turn.usage``). A round that made no progress (``agent.turn.idle``) is counted, and the
+``max_idle_rounds``-th in a row ends the turn ``stalled`` here, with no call. So a plan item costs
+two graph steps (this and ``tools``) and one step
 claim, not three and two.
 """
 
