@@ -273,8 +273,8 @@ class TurnRowUsage(Base):
     """LLM usage charged to one plan row (issue 29 §5): the calls made while it was in progress,
     and its share of their tokens (a stage in progress together shares each call evenly).
 
-    A table of our own, so ``turn_todos`` keeps seed 004's DDL. Written with the turn's running
-    figures after each call (absolute values, so writing the same call twice changes nothing);
+    A table of our own, so ``turn_todos`` keeps seed 004's DDL. Written when the turn ends, from the
+    figures the graph state kept (absolute values, so writing them twice changes nothing);
     ``estimated`` when any of those calls' usage came from characters, not from the server.
     """
 

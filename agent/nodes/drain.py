@@ -44,7 +44,7 @@ from agent.turn.outcome import (
 )
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
-from agent.turn.usage import todos_with_usage, tokens_exhausted, turn_usage
+from agent.turn.usage import store_row_usage, todos_with_usage, tokens_exhausted, turn_usage
 from prompts import render_prompt
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -105,6 +105,8 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
+        if result.get("turnStatus", "running") != "running":
+            await store_row_usage(deps.database, claim.scope, state.rowUsage, state.usageEstimated)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
         todos = todos_with_usage([row.to_dict() for row in rows], state.rowUsage)
         handed = NOTHING_HANDED

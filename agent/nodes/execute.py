@@ -38,7 +38,7 @@ from agent.turn.lineage import claim_next_step
 from agent.turn.outcome import stalled_idle_message
 from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
-from agent.turn.usage import todos_with_usage, tokens_exhausted, turn_usage
+from agent.turn.usage import store_row_usage, todos_with_usage, tokens_exhausted, turn_usage
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -117,6 +117,9 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             )
             update.update(idle.update)
             if idle.stalled:
+                await store_row_usage(
+                    deps.database, claim.scope, state.rowUsage, state.usageEstimated
+                )
                 return {**update, **_stalled(claim.rows, idle.rounds, idle.calls, state)}
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).

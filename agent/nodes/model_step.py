@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.runnables import ensure_config
+from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphBubbleUp
-from sqlalchemy.exc import SQLAlchemyError
 
 from agent.calls.gate import NOT_FRESH, fresh_message
 from agent.calls.safe_input import quarantine_unstorable_calls
 from agent.context import Context
-from agent.errors import ToolFailure, database_failure
+from agent.errors import ToolFailure
 from agent.llm.chat_models import invalid_tool_call_messages
 from agent.nodes.deps import SupervisorDeps
 from agent.prompting.builder import model_messages, orphaned_tool_calls, recent_history
@@ -34,12 +35,13 @@ from agent.turn.rows_handoff import NOTHING_HANDED
 from agent.turn.usage import (
     RowUsage,
     TurnUsage,
+    UsageRecorder,
     call_usage,
     charged_rows,
     usage_after_call,
 )
 from storage.models import TurnTodo
-from storage.repositories import TurnScope, save_row_usage_alone
+from storage.repositories import TurnScope
 
 logger = logging.getLogger(__name__)
 
@@ -121,10 +123,7 @@ async def model_step(
         return end_turn_with_failure(failure.message, rows, update)
     if replayed is not None:
         # The calls of this answer may have run already: the tools step reads their records.
-        try:
-            update.update(await _charge(deps, view, rows, replayed, None))
-        except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, rows, update)
+        update.update(_charge(view, rows, replayed, None))
         return _with_answer(update, replayed, view)
     try:
         step = await deps.step_call(
@@ -152,7 +151,9 @@ async def model_step(
             profile=step.profile,
             recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
         )
-        response = answered = await step.model.ainvoke(prompt)
+        recorder = UsageRecorder()
+        config = merge_configs(ensure_config(), {"callbacks": [recorder]})
+        response = answered = await step.model.ainvoke(prompt, config)
         if isinstance(response, AIMessage):
             response = await record_answer(
                 deps.database, view.scope, view.llm_calls, len(history), response
@@ -170,39 +171,24 @@ async def model_step(
             f"the language model returned {type(response).__name__}, not a message.", rows, update
         )
 
-    try:
-        update.update(await _charge(deps, view, rows, answered, prompt))
-    except ToolFailure as failure:
-        return end_turn_with_failure(failure.message, rows, update)
+    update.update(_charge(view, rows, answered, prompt, recorder))
     # Another run's answer (recorded first) may have had its calls run; this call's own answer
     # has ids nothing has seen yet.
     fresh = response is answered
     return _with_answer(update, response, view, fresh=fresh)
 
 
-async def _charge(
-    deps: SupervisorDeps,
+def _charge(
     view: TurnView,
     rows: Sequence[TurnTodo],
     answer: AIMessage,
     prompt: Sequence[BaseMessage] | None,
+    recorder: UsageRecorder | None = None,
 ) -> dict[str, Any]:
-    """The usage update of this call (``agent.turn.usage``), charged to the rows in progress;
-    their figures are written to ``turn_row_usage``."""
-    charged = charged_rows(rows)
-    usage = call_usage(answer, prompt)
-    update = usage_after_call(view.usage, view.row_usage, usage, charged)
-    if charged and view.scope.turn_id:
-        try:
-            await save_row_usage_alone(
-                deps.database,
-                view.scope,
-                {row_id: update["rowUsage"][row_id] for row_id in charged},
-                estimated=update["usageEstimated"],
-            )
-        except (SQLAlchemyError, OSError) as error:
-            raise database_failure(error, "row usage") from error
-    return update
+    """The usage update of this call (``agent.turn.usage``), charged to the rows in progress.
+    The state holds it (checkpointed); ``turn_row_usage`` gets it when the turn ends."""
+    usage = call_usage(answer, prompt, recorder)
+    return usage_after_call(view.usage, view.row_usage, usage, charged_rows(rows))
 
 
 def _with_answer(

@@ -7,7 +7,7 @@ rows in progress when it was made: a stage of rows started together shares it ev
 remainder of the division goes to the first rows, so the rows add up to what the calls cost);
 calls made with no row in progress (the planning call, the closing answer) count for the turn
 only. The totals live in graph state, so they are checkpointed and survive a resume; per-row
-figures are also written to ``turn_row_usage`` (``storage.repositories.row_usage``).
+figures are written to ``turn_row_usage`` when the turn ends (``store_row_usage``).
 
 ``turn_usage(state)`` is the one reader of a turn's totals (workers that share the turn's budget
 read it too); ``tokens_exhausted`` is the one rule of ``Context.max_turn_tokens``.
@@ -16,14 +16,22 @@ read it too); ``tokens_exhausted`` is the one rule of ``Context.max_turn_tokens`
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import LLMResult
+from sqlalchemy.exc import SQLAlchemyError
 
+from storage import Database
 from storage.models import TurnTodo
+from storage.repositories import TurnScope, save_row_usage_alone
+
+logger = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
 """The usual rule of thumb for English text with BPE tokenizers; only used when the server
@@ -105,16 +113,59 @@ def _message_chars(message: BaseMessage) -> int:
     return chars
 
 
-def call_usage(answer: AIMessage, prompt: Sequence[BaseMessage] | None) -> CallUsage:
-    """The usage of the call that produced ``answer`` (sent ``prompt``): the server's figures,
-    else an estimate from characters. A replayed answer (``prompt`` None: this run did not send
-    it) with no recorded figures is estimated from its own text, the prompt counted as 0."""
-    reported = answer.usage_metadata
-    if reported and (reported.get("input_tokens") or reported.get("output_tokens")):
-        return CallUsage(
-            int(reported.get("input_tokens") or 0), int(reported.get("output_tokens") or 0), False
-        )
-    sent = sum(_message_chars(message) for message in prompt or ())
+def _reported(message: object) -> tuple[int, int] | None:
+    usage = message.usage_metadata if isinstance(message, AIMessage) else None
+    if usage and (usage.get("input_tokens") or usage.get("output_tokens")):
+        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return None
+
+
+class UsageRecorder(AsyncCallbackHandler):
+    """Watches the chat model requests one model step really makes: a step of the compact
+    profile may make none (the harness answers) or two (a plan, then a free answer), and its
+    result message may be rebuilt without the server's figures."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.reported: list[tuple[int, int]] = []
+
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.requests += 1
+
+    async def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                figures = _reported(getattr(generation, "message", None))
+                if figures is not None:
+                    self.reported.append(figures)
+
+
+def call_usage(
+    answer: AIMessage,
+    prompt: Sequence[BaseMessage] | None,
+    recorder: UsageRecorder | None = None,
+) -> CallUsage:
+    """The usage of the model step that produced ``answer`` (sent ``prompt``).
+
+    With a ``recorder``: nothing for a step that made no request; the servers' figures when every
+    request reported them; else an estimate from characters (the prompt once per request). A
+    replayed answer (``prompt`` None: this run did not send it) is counted from its recorded
+    figures, else estimated from its own text, the prompt counted as 0."""
+    if recorder is not None:
+        if recorder.requests == 0:
+            return CallUsage(0, 0, False)
+        if len(recorder.reported) >= recorder.requests:
+            return CallUsage(
+                sum(figures[0] for figures in recorder.reported),
+                sum(figures[1] for figures in recorder.reported),
+                False,
+            )
+    else:
+        figures = _reported(answer)
+        if figures is not None:
+            return CallUsage(*figures, False)
+    requests = recorder.requests if recorder is not None else 1
+    sent = sum(_message_chars(message) for message in prompt or ()) * requests
     return CallUsage(estimate_tokens(sent), estimate_tokens(_message_chars(answer)), True)
 
 
@@ -167,3 +218,22 @@ def todos_with_usage(
         {**todo, "usage": dict(row_usage.get(str(todo.get("id")), empty_row_usage()))}
         for todo in todos
     ]
+
+
+async def store_row_usage(
+    database: Database, scope: TurnScope, row_usage: Mapping[str, RowUsage], estimated: bool
+) -> None:
+    """Write the turn's per-row usage to ``turn_row_usage`` as the turn ends (one statement).
+    A database that fails here costs the answer nothing: the figures stay in the turn's state
+    (``rowUsage``, ``todos[i].usage``), and the failure is logged for the operator."""
+    if not row_usage or not scope.turn_id:
+        return
+    try:
+        await save_row_usage_alone(database, scope, row_usage, estimated=estimated)
+    except (SQLAlchemyError, OSError) as error:
+        logger.warning(
+            "row usage of turn %s (conversation %s) not stored: %r; it stays in the state",
+            scope.turn_id,
+            scope.conversation_id,
+            error,
+        )

@@ -1,8 +1,8 @@
 """Data access for ``turn_row_usage``: the LLM usage charged to each plan row.
 
-The graph keeps the running figures in its state; after each call it writes the figures of the
-rows that call was charged to, as absolute values (``INSERT ... ON CONFLICT DO UPDATE``), so a
-step written twice (a resumed run) leaves the same rows.
+The graph keeps the running figures in its state (checkpointed); when a turn ends it writes the
+figures of every row calls were charged to, as absolute values in one statement (``INSERT ... ON
+CONFLICT DO UPDATE``), so an end written twice (a resumed run) leaves the same rows.
 """
 
 from __future__ import annotations
@@ -21,18 +21,16 @@ from storage.repositories.turn_todos import TurnScope
 _UPDATED = ("turnId", "llmCalls", "promptTokens", "completionTokens", "estimated", "updatedAt")
 
 
-def _upsert(dialect: str) -> Insert:
-    """Insert a row's figures, or replace them (both dialects say it alike)."""
+def _upsert(dialect: str, rows: Sequence[Mapping[str, Any]]) -> Insert:
+    """One INSERT of every row's figures that replaces the figures a row has already (both
+    dialects say it alike): one statement, one transaction, however many rows."""
     module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(TurnRowUsage)
+    statement = module.insert(TurnRowUsage).values(list(rows))
     upsert: Insert = statement.on_conflict_do_update(
         index_elements=["conversationId", "todoId"],
         set_={name: statement.excluded[name] for name in _UPDATED},
     )
     return upsert
-
-
-_UPSERTS = {name: _upsert(name) for name in ("sqlite", "postgresql")}
 
 
 async def save_row_usage_alone(
@@ -47,7 +45,7 @@ async def save_row_usage_alone(
     if not usage:
         return
     now = utc_now_iso()
-    rows: Sequence[Mapping[str, Any]] = [
+    rows = [
         {
             "conversationId": scope.conversation_id,
             "todoId": todo_id,
@@ -60,8 +58,8 @@ async def save_row_usage_alone(
         }
         for todo_id, figures in usage.items()
     ]
-    statement = _UPSERTS["sqlite" if database.is_sqlite else "postgresql"]
-    await database.write_alone(statement, list(rows))
+    statement = _upsert("sqlite" if database.is_sqlite else "postgresql", rows)
+    await database.write_alone(statement, {})
 
 
 class RowUsageRepository:

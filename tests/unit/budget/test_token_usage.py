@@ -12,7 +12,15 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.context import Context
 from agent.graph import build_graph
-from agent.turn.usage import CallUsage, TurnUsage, split_evenly, turn_usage, usage_after_call
+from agent.turn.usage import (
+    CallUsage,
+    TurnUsage,
+    UsageRecorder,
+    call_usage,
+    split_evenly,
+    turn_usage,
+    usage_after_call,
+)
 from storage import Database
 from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 
@@ -165,3 +173,19 @@ async def test_a_database_made_before_row_usage_existed_gains_its_table(tmp_path
         assert connection.execute("SELECT title FROM turn_todos WHERE id='kept'").fetchall() == [
             ("an older row",)
         ]
+
+
+def test_a_step_the_harness_answers_costs_nothing_and_two_requests_add_up() -> None:
+    """The compact profile's harness may answer a step without the model (no request: no
+    tokens, nothing estimated), or make two requests in one step (a plan, then a free answer)."""
+    answer = AIMessage(content="built from the rows")
+    prompt = [HumanMessage(content="x" * 4000)]
+    assert call_usage(answer, prompt, UsageRecorder()) == CallUsage(0, 0, False)
+
+    two = UsageRecorder()
+    two.requests, two.reported = 2, [(300, 20), (310, 5)]
+    assert call_usage(answer, prompt, two) == CallUsage(610, 25, False)
+
+    silent = UsageRecorder()
+    silent.requests = 2
+    assert call_usage(answer, prompt, silent) == CallUsage(2000, 5, True)
