@@ -84,6 +84,7 @@ def test_create_todo_schema_uses_seed_field_names(tools: list[BaseTool]) -> None
         "completionCriteria",
         "agentType",
         "order",
+        "blockedBy",
     }
     assert item["required"] == ["title"]
     # Optional fields are optional by not being required: no null choice, no empty default.
