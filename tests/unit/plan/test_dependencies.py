@@ -19,9 +19,12 @@ from agent.context import Context
 from agent.graph import build_graph
 from agent.tools.delegate import build_delegate_tool
 from agent.tools.todos import build_todo_tools
+from agent.turn.lineage import copied_edges
 from agent.workers import Worker
 from agent.workers.worker import WorkerState
 from storage import Database
+from storage.models import TurnTodo
+from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository, copy_dependencies
 from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 from tests.tool_harness import run_tool_calls
 
@@ -274,3 +277,34 @@ async def test_an_existing_database_gains_the_dependency_table(tmp_path: Path) -
     assert table(database, "SELECT todoId, blockedById FROM todo_dependencies") == [
         (ids["book the venue"], ids["find the venue"])
     ]
+
+
+async def test_copy_dependencies_carries_the_edges_among_copied_rows_only(
+    tools: list[BaseTool], database: Database
+) -> None:
+    """What continuing a plan in a new turn uses: edges to a row left behind are dropped."""
+    ids = await plan(tools, DIAMOND)
+    later = TurnScope("conv-1", "turn-2")
+    async with database.session() as session:
+        copies = await TurnTodoRepository(session).create_batch(
+            later, [NewTurnTodo(title=title) for title in list(ids)[1:]]
+        )
+        old_to_new = {ids[c.title]: c.id for c in copies}
+        copied = await copy_dependencies(session, later, old_to_new)
+        rows = await TurnTodoRepository(session).find_by_turn(later)
+
+    assert copied == 2  # "find the venue" was not copied: the edges to it are gone
+    shown = {row.title: row.to_dict() for row in rows}
+    assert shown["book the venue"]["blockedBy"] == []
+    assert shown["send the invitations"]["blockedBy"] == [
+        old_to_new[ids["book the venue"]],
+        old_to_new[ids["email the guests"]],
+    ]
+    assert shown["send the invitations"]["ready"] is False
+
+
+def test_a_fork_copies_its_snapshot_s_edges_onto_the_new_ids() -> None:
+    todos = [{"id": "a", "title": "a"}, {"id": "b", "title": "b", "blockedBy": ["a"]}]
+    copies = [TurnTodo(id="A2", title="a"), TurnTodo(id="B2", title="b")]
+
+    assert copied_edges(todos, copies) == [("B2", "A2")]
