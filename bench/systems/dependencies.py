@@ -2,10 +2,11 @@
 each item needing the results of every item of the layer before it. No system may act on an item
 before its blockers are done, so every path takes one call per layer at best.
 
-- ``turnplan-deps``: one ``create_todo`` with every item's ``blockedBy`` and the first layer's
-  actions; per call, ``complete_todo`` for every ``[>]`` row and the actions of the layer those
-  closes free (the graph starts the whole layer at once, the actions run after the closes);
-  close the last layer; answer. L + 2 calls for L layers. The oracle reads the plan view and
+- ``turnplan-deps``: one ``create_todo`` with every item's ``blockedBy`` (the first layer, which
+  waits for nothing, shares ``"order": 1`` so it starts whole) and the first layer's actions;
+  per call, ``complete_todo`` for every ``[>]`` row and the actions of the layer those closes
+  free (the graph starts the whole layer at once, the actions run after the closes); close the
+  last layer; answer. L + 2 calls for L layers. The oracle reads the plan view and
   notes, as ``problem``, any call where the rows in progress are not exactly the expected layer.
 - ``todolist-deps``: ``create_agent`` + ``TodoListMiddleware``, the same discipline:
   ``write_todos`` (layer 1 in progress) + its actions; per call ``write_todos`` (that layer
@@ -53,12 +54,17 @@ class DependencyOracle:
                 item: dict[str, Any] = {"title": title}
                 if blockers:
                     item["blockedBy"] = blockers
+                else:
+                    item["order"] = 1
                 items.append(item)
             return tool_calls(
                 ("create_todo", {"items": items}), *(action(self.titles[i]) for i in layers[0])
             )
         working = [row for row in rows if row.mark == IN_PROGRESS and row.id not in self.closed]
         if not any(row.mark in OPEN_MARKS for row in rows):
+            return text(ANSWER)
+        if self.layer >= len(layers):
+            self.problem = self.problem or "rows still open after the last layer was closed"
             return text(ANSWER)
         expected = {self.titles[i] for i in layers[self.layer]}
         if {row.title for row in working} != expected and not self.problem:

@@ -228,6 +228,8 @@ async def test_list_todo_defaults_to_remaining_items_with_a_summary(tools: list[
         "createdAt",
         "startedAt",
         "completedAt",
+        "blockedBy",  # issue 30: seed 004's fields, then the dependencies
+        "ready",
     }
 
 
