@@ -20,6 +20,7 @@ from agent.graph import build_graph
 from agent.tools.delegate import build_delegate_tool
 from agent.tools.todos import build_todo_tools
 from agent.turn.lineage import copied_edges
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from agent.workers import Worker
 from agent.workers.worker import WorkerState
 from storage import Database
@@ -308,3 +309,18 @@ def test_a_fork_copies_its_snapshot_s_edges_onto_the_new_ids() -> None:
     copies = [TurnTodo(id="A2", title="a"), TurnTodo(id="B2", title="b")]
 
     assert copied_edges(todos, copies) == [("B2", "A2")]
+
+
+async def test_an_edited_plan_replaces_the_open_rows_edges_with_its_own(
+    tools: list[BaseTool], database: Database
+) -> None:
+    """Plan approval's edit replaces the open rows: their edges go with them."""
+    await plan(tools, DIAMOND)
+    edited = [TodoItemInput(title="x"), TodoItemInput(title="y", blockedBy=[0])]
+
+    change = await TurnPlan(database, TurnScope("conv-1", "turn-1")).replace_open_items(
+        edited, PlanLimits()
+    )
+
+    x, y = change.planned
+    assert table(database, "SELECT todoId, blockedById FROM todo_dependencies") == [(y.id, x.id)]
