@@ -20,7 +20,7 @@ from bench.measure import measure
 from bench.report import Report
 from bench.systems import System
 from bench.systems.deep_agents import DeepAgentsSystem
-from bench.systems.dependencies import ReactDepsSystem, TodoListDepsSystem, TurnplanDepsSystem
+from bench.systems.dependency_graph import ReactDepsSystem, TodoListDepsSystem, TurnplanDepsSystem
 from bench.systems.naive_loop import NaiveLoopSystem
 from bench.systems.react import ReactSystem
 from bench.systems.todolist import TodoListSystem

@@ -26,8 +26,9 @@ from langgraph.types import Command
 
 from agent.errors import ErrorCode, ToolFailure
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
+from agent.turn.blockers import ensure_unblocked
 from agent.turn.identity import message_text
-from agent.turn.plan_rows import TurnPlan, ensure_unblocked
+from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import emit_delegation_event
 from agent.workers.registry import WorkerRegistry
 from agent.workers.worker import DELEGATE_TOOL_NAME, Worker

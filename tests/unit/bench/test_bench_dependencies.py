@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.measure import _instant_run
 from bench.scenario import blockers_of, layers_of, titles_for
-from bench.systems.dependencies import ReactDepsSystem, TurnplanDepsSystem
+from bench.systems.dependency_graph import ReactDepsSystem, TurnplanDepsSystem
 
 
 def test_the_graph_is_a_diamond_at_four_and_square_layers_above() -> None:
