@@ -32,6 +32,12 @@ class ErrorCode(StrEnum):
     NOT_RUN = "NOT_RUN"
     """The call was not carried out (its run was interrupted, or it came from a fork); nothing
     changed."""
+    INVALID_DEPENDENCY = "INVALID_DEPENDENCY"
+    """A ``blockedBy`` of ``create_todo`` names itself, an unknown item, a later stage, or closes
+    a cycle; the whole call is refused and nothing is written (issue 30)."""
+    BLOCKED = "BLOCKED"
+    """A row was completed or delegated while rows it waits for (``blockedBy``) are still open;
+    the error names them (issue 30)."""
 
 
 OPERATOR_FAULTS = frozenset({ErrorCode.DATABASE_ERROR, ErrorCode.WORKER_ERROR, ErrorCode.MCP_ERROR})

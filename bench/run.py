@@ -20,6 +20,7 @@ from bench.measure import measure
 from bench.report import Report
 from bench.systems import System
 from bench.systems.deep_agents import DeepAgentsSystem
+from bench.systems.dependency_graph import ReactDepsSystem, TodoListDepsSystem, TurnplanDepsSystem
 from bench.systems.naive_loop import NaiveLoopSystem
 from bench.systems.react import ReactSystem
 from bench.systems.todolist import TodoListSystem
@@ -44,6 +45,9 @@ def all_systems() -> list[System]:
         TodoListSystem(sequential=True),
         DeepAgentsSystem(),
         DeepAgentsSystem(sequential=True),
+        TurnplanDepsSystem(),
+        TodoListDepsSystem(),
+        ReactDepsSystem(),
     ]
 
 

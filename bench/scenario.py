@@ -7,7 +7,9 @@ can check that a system really did every item exactly once before its figures co
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,3 +56,23 @@ class ActionLog:
 
     def did_each_once(self, titles: list[str]) -> bool:
         return sorted(self.done) == sorted(titles)
+
+
+def layers_of(titles: list[str]) -> list[list[int]]:
+    """The dependency-graph scenario (issue 30): the items in layers of ``ceil(sqrt(N))``, each
+    item needing the result of every item of the layer before it (N = 4: A -> (B, C) -> D is
+    the smallest diamond; N = 20: 4 layers of 5). Indexes into ``titles``."""
+    if len(titles) == 4:
+        return [[0], [1, 2], [3]]
+    width = max(1, math.ceil(math.sqrt(len(titles))))
+    return [list(range(i, min(i + width, len(titles)))) for i in range(0, len(titles), width)]
+
+
+def blockers_of(titles: list[str]) -> list[list[int]]:
+    """Each item's ``blockedBy``: every item of the layer before its own."""
+    blocked: list[list[int]] = [[] for _ in titles]
+    layers = layers_of(titles)
+    for before, layer in itertools.pairwise(layers):
+        for index in layer:
+            blocked[index] = list(before)
+    return blocked

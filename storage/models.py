@@ -24,6 +24,9 @@ transaction as the change, so a call replayed after a crash returns its result i
 twice.
 
 ``turn_row_usage`` holds the LLM calls and tokens charged to each plan row (issue 29).
+``todo_dependencies`` holds the ``blockedBy`` edges between rows of one turn's plan (issue 30):
+a row waits until every row it names there is closed. A table of its own, so ``turn_todos``
+keeps seed 004's DDL; ``create_all`` adds it to databases that already exist.
 
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
@@ -33,8 +36,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Boolean, CheckConstraint, Index, Integer, MetaData, Text, false, text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    false,
+    inspect,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, foreign, mapped_column, relationship
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -61,6 +76,20 @@ class Base(DeclarativeBase):
     """Declarative base whose constraints get predictable names (needed for migrations)."""
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+todo_dependencies = Table(
+    "todo_dependencies",
+    Base.metadata,
+    Column("todoId", Text, primary_key=True),
+    Column("blockedById", Text, primary_key=True),
+    Column("conversationId", Text, nullable=False),
+    Column("turnId", Text, nullable=False),
+    Index("idx_todo_dependencies_turn", "conversationId", "turnId"),
+)
+"""One edge per row and blocker: ``todoId`` waits for ``blockedById`` (a row of the same turn).
+No foreign keys: SQLite does not enforce them by default and PostgreSQL would refuse the delete
+of a replaced plan's open rows; the repository deletes a row's edges with it."""
 
 
 class TurnTodo(Base):
@@ -90,8 +119,38 @@ class TurnTodo(Base):
     startedAt: Mapped[str | None] = mapped_column(Text, nullable=True)
     completedAt: Mapped[str | None] = mapped_column(Text, nullable=True)
 
+    blockers: Mapped[list[TurnTodo]] = relationship(
+        secondary=todo_dependencies,
+        primaryjoin=lambda: TurnTodo.id == foreign(todo_dependencies.c.todoId),
+        secondaryjoin=lambda: TurnTodo.id == foreign(todo_dependencies.c.blockedById),
+        order_by=lambda: (TurnTodo.priority, TurnTodo.createdAt, TurnTodo.id),
+        viewonly=True,
+        lazy="raise",
+    )
+    """The rows this one waits for (``blockedBy``, issue 30). Loaded with the turn's rows by
+    ``TurnTodoRepository.find_by_turn`` (``lazy="raise"``: never a hidden query in async code)."""
+
+    def loaded_blockers(self) -> list[TurnTodo] | None:
+        """``blockers`` when they were loaded with the row, else None (never a query)."""
+        if "blockers" in inspect(self).unloaded:
+            return None
+        return list(self.blockers)
+
     def to_dict(self) -> dict[str, object]:
-        """The row in seed 004's output shape (``list_todo`` items)."""
+        """The row in seed 004's output shape (``list_todo`` items), plus ``blockedBy`` (the
+        ids it waits for), ``ready`` (every one of them closed) and, when some were cancelled,
+        ``blockersCancelled``, so the model decides whether the row still makes sense."""
+        snapshot = self._seed_dict()
+        blockers = self.loaded_blockers()
+        if blockers is not None:
+            snapshot["blockedBy"] = [blocker.id for blocker in blockers]
+            snapshot["ready"] = all(b.status in CLOSED_TODO_STATUSES for b in blockers)
+            cancelled = [blocker.id for blocker in blockers if blocker.status == "cancelled"]
+            if cancelled:
+                snapshot["blockersCancelled"] = cancelled
+        return snapshot
+
+    def _seed_dict(self) -> dict[str, object]:
         return {
             "id": self.id,
             "title": self.title,

@@ -26,6 +26,7 @@ from langgraph.types import Command
 
 from agent.errors import ErrorCode, ToolFailure
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
+from agent.turn.blockers import ensure_unblocked
 from agent.turn.identity import message_text
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import emit_delegation_event
@@ -149,6 +150,7 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
         """
         row = await TurnPlan(database, turn_scope(runtime)).find(todoId)
         worker = _worker_for(row, registry)
+        ensure_unblocked(row, "delegated")
         emit_delegation_event(runtime.stream_writer, "delegated", row, worker.name)
         try:
             answer, calls, modified = await _run_worker(worker, row, runtime)

@@ -43,7 +43,17 @@ def _step(row: TurnTodo | None) -> dict[str, Any] | None:
         "agentType": row.agentType,
     }
     # Empty fields are left out: the result stays in the history window of later calls.
-    return {name: value for name, value in step.items() if value}
+    shown: dict[str, Any] = {name: value for name, value in step.items() if value}
+    cancelled = _cancelled_blockers(row)
+    if cancelled:
+        shown["blockersCancelled"] = cancelled
+    return shown
+
+
+def _cancelled_blockers(row: TurnTodo) -> list[str]:
+    """The ids of rows ``row`` waited for that were cancelled: the model decides whether the
+    row still makes sense without them (issue 30)."""
+    return [b.id for b in row.loaded_blockers() or () if b.status == "cancelled"]
 
 
 def _dumps(payload: dict[str, Any]) -> str:
@@ -95,9 +105,21 @@ def _closed(change: PlanChange) -> str:
         payload["next"] = _step(following)
     if stage_open:
         payload["stageOpen"] = len(stage_open)
-    if len(change.started) > 1:
+    if any(row.loaded_blockers() for row in change.started):
+        # Rows freed by their blockers closing (issue 30): named, whatever their stage.
+        payload["started"] = [_started(row) for row in change.started]
+    elif len(change.started) > 1:
         payload["nextStage"] = _brief(change.started)
     return _dumps(payload)
+
+
+def _started(row: TurnTodo) -> dict[str, Any]:
+    """A row started now: its id and title, and the blockers of it that were cancelled."""
+    brief: dict[str, Any] = {"id": row.id, "title": row.title}
+    cancelled = _cancelled_blockers(row)
+    if cancelled:
+        brief["blockersCancelled"] = cancelled
+    return brief
 
 
 def _limits(runtime: ToolRuntimeT) -> PlanLimits:
@@ -129,7 +151,8 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
 
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
-        """Plan this turn's steps (same `order`: started together)."""
+        """Plan this turn's steps (same `order`: started together; `blockedBy`: started as
+        soon as those close)."""
         scope = turn_scope(runtime)
         known = _take_rows(runtime, scope)
         plan = TurnPlan(database, scope)

@@ -42,6 +42,7 @@ from storage import Database
 from storage.models import TODO_STATUSES, TurnStep, TurnTodo, utc_now_iso
 from storage.repositories import (
     ConversationRepository,
+    TodoDependencyRepository,
     TurnRepository,
     TurnScope,
     TurnStepRepository,
@@ -386,8 +387,10 @@ async def _claim_step(
         forked_from=scope.turn_id,
     )
     await steps.claim(fork, step=taken, task_id=identity.task_id, run_id=identity.run_id)
-    session.add_all(copied_rows(fork, todos))
+    copies = copied_rows(fork, todos)
+    session.add_all(copies)
     await session.flush()
+    await TodoDependencyRepository(session).add(fork, copied_edges(todos, copies))
     return TurnClaim(fork, taken, forked_from=scope.turn_id)
 
 
@@ -455,6 +458,20 @@ async def check_current(
             "so it continues as a new turn with a copy of the plan as it stood then.",
             "Call the tool again with the ids shown in the plan view.",
         )
+
+
+def copied_edges(
+    todos: Sequence[Mapping[str, Any]], copies: Sequence[TurnTodo]
+) -> list[tuple[str, str]]:
+    """The snapshot's ``blockedBy`` edges (issue 30) between the copies of its rows, so a fork
+    keeps its plan's dependencies."""
+    new_id = {str(todo.get("id")): copy.id for todo, copy in zip(todos, copies, strict=True)}
+    return [
+        (copy.id, new_id[str(blocker)])
+        for todo, copy in zip(todos, copies, strict=True)
+        for blocker in todo.get("blockedBy") or ()
+        if str(blocker) in new_id
+    ]
 
 
 def copied_rows(scope: TurnScope, todos: Sequence[Mapping[str, Any]]) -> list[TurnTodo]:

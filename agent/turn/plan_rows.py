@@ -9,6 +9,13 @@ Stages: rows that share a ``priority`` (items given the same ``order``) form a s
 whole stage is started at once, so independent items are worked side by side. Rows in progress
 always belong to one stage, the first that has open rows; the next stage starts only when every
 row of the current one is closed. Items with distinct orders are stages of one: one at a time.
+
+Dependencies (issue 30): an item may name the items it waits for (``blockedBy``). A row never
+starts, and is never completed, while one of them is open; once the last one closes, every row it
+freed starts at once, whatever its stage, so the branches of a dependency graph run side by side.
+A row with blockers started that way holds no stage back; rows without ``blockedBy`` keep the
+stage rules above. A cancelled blocker counts as closed. The checks of ``blockedBy`` live in
+``agent.turn.blockers``.
 """
 
 from __future__ import annotations
@@ -25,10 +32,16 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure, database_failure
+from agent.turn.blockers import ensure_unblocked, is_ready, record_blockers, resolve_blockers
 from agent.turn.call_ledger import record_result
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
-from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRepository
+from storage.repositories import (
+    NewTurnTodo,
+    ToolCallKey,
+    TurnScope,
+    TurnTodoRepository,
+)
 
 CloseStatus = Literal["completed", "cancelled"]
 
@@ -55,6 +68,10 @@ class TodoItemInput(BaseModel):
     )
     order: int | SkipJsonSchema[None] = Field(
         default=None, description="1-indexed; the same order for steps run together."
+    )
+    blockedBy: list[int | str] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Steps that must close first: 0-based indexes of earlier items, or ids.",
     )
 
 
@@ -270,6 +287,12 @@ class TurnPlan:
                 repository = TurnTodoRepository(session)
                 if replace_open:
                     await repository.delete_open(self.scope)
+                if known_rows is None and any(
+                    isinstance(ref, str) and not ref.strip().isdigit()
+                    for item in cleaned
+                    for ref in item.blockedBy or ()
+                ):
+                    known_rows = await repository.find_by_turn(self.scope)
                 if known_rows is None:
                     highest = await repository.max_priority(self.scope)
                 else:
@@ -293,7 +316,11 @@ class TurnPlan:
                             priority=priority,
                         )
                     )
+                blockers = resolve_blockers(
+                    cleaned, [row.priority for row in new_rows], known_rows or []
+                )
                 planned = await repository.create_batch(self.scope, new_rows)
+                await record_blockers(session, self.scope, planned, blockers)
                 rows = None if known_rows is None else in_plan_order([*known_rows, *planned])
                 change = await self._start_next(repository, rows)
                 change.planned = planned
@@ -348,12 +375,15 @@ class TurnPlan:
                         f"No todo with id '{todo_id}' in this turn's plan.",
                         "Use an id from this turn's plan (see the plan view or list_todo).",
                     )
+                if status == "completed":
+                    ensure_unblocked(row, "completed")
                 completed_at = utc_now_iso()
                 closed = await repository.close_if_open(
                     row.id, status=status, outcome=outcome, completed_at=completed_at, refresh=False
                 )
                 if not closed:
                     now = await repository.reload(row.id) or row
+                    ensure_unblocked(now, "completed")  # the statement refuses a blocked row
                     raise ToolFailure(
                         ErrorCode.VALIDATION_ERROR,
                         f"Todo '{now.title}' is already {now.status}.",
@@ -409,41 +439,67 @@ class TurnPlan:
     async def _start_next(
         self, repository: TurnTodoRepository, rows: list[TurnTodo] | None = None
     ) -> PlanChange:
-        """Start the pending rows of the first stage with open rows, unless a row of another
-        stage is in progress. ``rows``: the turn's rows as this transaction left them (else
-        they are read). Returns the rows started now, those in progress afterwards, and every
-        row and the counts afterwards."""
+        """Start the ready rows of the first stage with open rows, unless a row of another
+        stage is in progress, and every row with blockers whose blockers are all closed.
+        ``rows``: the turn's rows as this transaction left them (else they are read). Returns
+        the rows started now, those in progress afterwards, and every row and the counts
+        afterwards. The statements re-check every rule, so a concurrent writer is caught."""
         if rows is None:
             rows = await repository.find_by_turn(self.scope)
         open_rows = [row for row in rows if row.status in OPEN_TODO_STATUSES]
-        in_progress = [row for row in open_rows if row.status == "in_progress"]
         if not open_rows:
             return PlanChange(counts=count_rows(rows), rows=rows)
         stage = open_rows[0].priority
-        waiting = [row for row in open_rows if row.priority == stage and row.status == "pending"]
-        if not waiting or any(row.priority != stage for row in in_progress):
-            # The stage is fully started, or a row of a later stage is still being worked (an
-            # item planned ahead of it afterwards): it finishes first.
-            return PlanChange(in_progress=in_progress, counts=count_rows(rows), rows=rows)
-        started_at = utc_now_iso()
-        if await repository.start_stage_if_idle(self.scope, stage, started_at=started_at) == len(
-            waiting
-        ):
-            for row in waiting:
-                _mark(row, status="in_progress", startedAt=started_at)
-            in_progress = [row for row in rows if row.status == "in_progress"]
-            return PlanChange(
-                started=waiting, in_progress=in_progress, counts=count_rows(rows), rows=rows
-            )
-        # Another writer changed rows of this turn in between: report what it did.
-        rows = await repository.find_by_turn(self.scope)
-        waiting_ids = {row.id for row in waiting}
-        in_progress = [row for row in rows if row.status == "in_progress"]
-        started = [
-            row for row in in_progress if row.id in waiting_ids and row.startedAt == started_at
+        # A row started by its blockers closing, not by its stage, holds no stage back.
+        holding = any(
+            row.status == "in_progress" and row.priority != stage and not row.loaded_blockers()
+            for row in open_rows
+        )
+        waiting = [
+            row
+            for row in open_rows
+            if row.priority == stage and row.status == "pending" and is_ready(row)
         ]
+        started_at = utc_now_iso()
+        started: list[TurnTodo] = []
+        raced = False
+        if waiting and not holding:
+            count = await repository.start_stage_if_idle(self.scope, stage, started_at=started_at)
+            raced = count != len(waiting)
+            if not raced:
+                started.extend(waiting)
+                for row in waiting:
+                    _mark(row, status="in_progress", startedAt=started_at)
+        freed = [
+            row
+            for row in open_rows
+            if row.status == "pending" and row.loaded_blockers() and is_ready(row)
+        ]
+        if freed and not raced:
+            count = await repository.start_ready([row.id for row in freed], started_at=started_at)
+            raced = count != len(freed)
+            if not raced:
+                started.extend(freed)
+                for row in freed:
+                    _mark(row, status="in_progress", startedAt=started_at)
+        if raced:
+            # Another writer changed rows of this turn in between: report what it did.
+            rows = await repository.find_by_turn(self.scope)
+            candidates = {row.id for row in (*waiting, *freed)}
+            started = [
+                row
+                for row in rows
+                if row.id in candidates
+                and row.status == "in_progress"
+                and row.startedAt == started_at
+            ]
+        in_progress = [row for row in rows if row.status == "in_progress"]
+        started_ids = {row.id for row in started}
         return PlanChange(
-            started=started, in_progress=in_progress, counts=count_rows(rows), rows=rows
+            started=[row for row in rows if row.id in started_ids],
+            in_progress=in_progress,
+            counts=count_rows(rows),
+            rows=rows,
         )
 
 

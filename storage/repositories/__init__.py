@@ -8,6 +8,7 @@ from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.row_usage import RowUsageRepository, save_row_usage_alone
 from storage.repositories.tasks import TaskRepository
+from storage.repositories.todo_dependencies import TodoDependencyRepository, copy_dependencies
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
 from storage.repositories.turn_steps import (
     ModelAnswerRepository,
@@ -26,6 +27,7 @@ __all__ = [
     "NewTurnTodo",
     "RowUsageRepository",
     "TaskRepository",
+    "TodoDependencyRepository",
     "ToolAuditRepository",
     "ToolCallKey",
     "ToolResultRepository",
@@ -34,6 +36,7 @@ __all__ = [
     "TurnStepRepository",
     "TurnTodoRepository",
     "claim_step_alone",
+    "copy_dependencies",
     "record_alone",
     "record_answer_alone",
     "save_row_usage_alone",

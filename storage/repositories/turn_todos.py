@@ -14,9 +14,15 @@ from typing import Any
 
 from sqlalchemy import Update, and_, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import aliased, selectinload
 
-from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo, utc_now_iso
+from storage.models import (
+    OPEN_TODO_STATUSES,
+    TODO_STATUSES,
+    TurnTodo,
+    todo_dependencies,
+    utc_now_iso,
+)
 
 
 @dataclass(frozen=True)
@@ -53,17 +59,30 @@ UPDATABLE_FIELDS = frozenset(
 )
 
 
+def _open_blocker_of(row: type[TurnTodo] | Any) -> Any:
+    """True where ``row`` waits for a row that is still open (issue 30's ``blockedBy``)."""
+    blocker = aliased(TurnTodo)
+    return exists().where(
+        todo_dependencies.c.todoId == row.id,
+        blocker.id == todo_dependencies.c.blockedById,
+        blocker.status.in_(OPEN_TODO_STATUSES),
+    )
+
+
 def _close_if_open(*, completing: bool) -> Update:
     values: dict[str, Any] = {
         "status": bindparam("new_status"),
         "outcome": bindparam("new_outcome"),
         "completedAt": bindparam("at"),
     }
+    conditions = [TurnTodo.id == bindparam("todo_id"), TurnTodo.status.in_(OPEN_TODO_STATUSES)]
     if completing:
         values["startedAt"] = func.coalesce(TurnTodo.startedAt, bindparam("at"))
+        # A row is never completed while a row it waits for is open (issue 30's BLOCKED).
+        conditions.append(~_open_blocker_of(TurnTodo))
     return (
         update(TurnTodo)
-        .where(TurnTodo.id == bindparam("todo_id"), TurnTodo.status.in_(OPEN_TODO_STATUSES))
+        .where(*conditions)
         .values(**values)
         .execution_options(synchronize_session=False)
     )
@@ -71,12 +90,18 @@ def _close_if_open(*, completing: bool) -> Update:
 
 def _start_stage_if_idle() -> Update:
     other = aliased(TurnTodo)
+    has_blockers = exists().where(todo_dependencies.c.todoId == other.id)
     blocked = exists().where(
         and_(
             other.conversationId == bindparam("conversation"),
             other.turnId == bindparam("turn"),
             or_(
-                and_(other.status == "in_progress", other.priority != bindparam("stage")),
+                # A row started by its dependencies (not by its stage) holds no stage back.
+                and_(
+                    other.status == "in_progress",
+                    other.priority != bindparam("stage"),
+                    ~has_blockers,
+                ),
                 and_(other.status == "pending", other.priority < bindparam("stage")),
             ),
         )
@@ -88,7 +113,21 @@ def _start_stage_if_idle() -> Update:
             TurnTodo.turnId == bindparam("turn"),
             TurnTodo.priority == bindparam("stage"),
             TurnTodo.status == "pending",
+            ~_open_blocker_of(TurnTodo),
             ~blocked,
+        )
+        .values(status="in_progress", startedAt=bindparam("at"))
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _start_ready() -> Update:
+    return (
+        update(TurnTodo)
+        .where(
+            TurnTodo.id.in_(bindparam("ids", expanding=True)),
+            TurnTodo.status == "pending",
+            ~_open_blocker_of(TurnTodo),
         )
         .values(status="in_progress", startedAt=bindparam("at"))
         .execution_options(synchronize_session=False)
@@ -100,6 +139,7 @@ def _start_stage_if_idle() -> Update:
 _CLOSE_IF_OPEN = _close_if_open(completing=False)
 _COMPLETE_IF_OPEN = _close_if_open(completing=True)
 _START_STAGE_IF_IDLE = _start_stage_if_idle()
+_START_READY = _start_ready()
 
 
 class TurnTodoRepository:
@@ -152,12 +192,13 @@ class TurnTodoRepository:
         statement = statement.order_by(TurnTodo.priority, TurnTodo.createdAt, TurnTodo.id)
         # Rows already loaded are refreshed: statements that bypass the ORM (closing, starting a
         # stage) may have changed them in this session.
+        statement = statement.options(selectinload(TurnTodo.blockers))
         result = await self._session.scalars(statement.execution_options(populate_existing=True))
         return list(result)
 
     async def find_by_id(self, todo_id: str, scope: TurnScope | None = None) -> TurnTodo | None:
         """One row by id; with a scope, a row of another turn or conversation is not found."""
-        row = await self._session.get(TurnTodo, todo_id)
+        row = await self._session.get(TurnTodo, todo_id, options=[selectinload(TurnTodo.blockers)])
         if row is None or scope is None:
             return row
         if row.conversationId != scope.conversation_id or row.turnId != scope.turn_id:
@@ -207,9 +248,32 @@ class TurnTodoRepository:
         )
         return int(getattr(result, "rowcount", 0) or 0)
 
+    async def start_ready(self, todo_ids: Sequence[str], *, started_at: str) -> int:
+        """Start the rows of ``todo_ids`` that are pending and whose blockers are all closed, in
+        one statement, so a row never starts while a blocker is open even with concurrent
+        writers. Returns how many rows it started."""
+        if not todo_ids:
+            return 0
+        result = await self._execute_core(_START_READY, {"ids": list(todo_ids), "at": started_at})
+        return int(getattr(result, "rowcount", 0) or 0)
+
     async def delete_open(self, scope: TurnScope) -> int:
         """Delete the turn's pending and in-progress rows (a plan replaced before any of it was
-        worked); closed rows stay."""
+        worked); closed rows stay, and so does every ``blockedBy`` edge but those of the
+        deleted rows."""
+        open_ids = select(TurnTodo.id).where(
+            TurnTodo.conversationId == scope.conversation_id,
+            TurnTodo.turnId == scope.turn_id,
+            TurnTodo.status.in_(OPEN_TODO_STATUSES),
+        )
+        await self._session.execute(
+            delete(todo_dependencies)
+            .where(
+                todo_dependencies.c.todoId.in_(open_ids)
+                | todo_dependencies.c.blockedById.in_(open_ids)
+            )
+            .execution_options(synchronize_session=False)
+        )
         statement = (
             delete(TurnTodo)
             .where(
@@ -232,7 +296,9 @@ class TurnTodoRepository:
     async def reload(self, todo_id: str) -> TurnTodo | None:
         """One row as the database has it now, bringing a row loaded in this session in line
         with statements that bypassed the ORM."""
-        return await self._session.get(TurnTodo, todo_id, populate_existing=True)
+        return await self._session.get(
+            TurnTodo, todo_id, populate_existing=True, options=[selectinload(TurnTodo.blockers)]
+        )
 
     async def count_by_status(self, scope: TurnScope) -> dict[str, int]:
         """How many rows of the turn are in each status (every status present, zero included)."""

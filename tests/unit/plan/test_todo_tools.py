@@ -84,6 +84,7 @@ def test_create_todo_schema_uses_seed_field_names(tools: list[BaseTool]) -> None
         "completionCriteria",
         "agentType",
         "order",
+        "blockedBy",
     }
     assert item["required"] == ["title"]
     # Optional fields are optional by not being required: no null choice, no empty default.
@@ -227,6 +228,8 @@ async def test_list_todo_defaults_to_remaining_items_with_a_summary(tools: list[
         "createdAt",
         "startedAt",
         "completedAt",
+        "blockedBy",  # issue 30: seed 004's fields, then the dependencies
+        "ready",
     }
 
 
