@@ -89,7 +89,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             except ToolFailure as failure:
                 return end_turn_with_failure(failure.message, None)
             if question is not None and shown:
-                return answer_with_message(question.call, human)
+                return answer_with_message(question, human)
             if state.approvePlan and not state.planApproved:
                 plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
                 decision = decision_from_message(message_text(human))
