@@ -36,6 +36,18 @@ class InputState:
     """The conversation. A human message's ``metadata.turnId`` (in ``additional_kwargs`` or
     ``response_metadata``), else its ``id``, names the turn."""
 
+    planEdits: list[dict[str, Any]] = field(
+        default_factory=list,
+        metadata={
+            "description": "Edits to the current turn's plan, sent without a new message and "
+            'applied with no LLM call: {"op": "add", "title", "description"?}, {"op": '
+            '"cancel", "id", "reason"?}, {"op": "move", "id", "position"} (0-based among the '
+            "open rows). A paused turn stays paused and is asked again with the edited plan; "
+            "the result is in planEditResult."
+        },
+    )
+    """See the description (``agent.turn.plan_edits``); emptied by every ``plan`` step."""
+
 
 @dataclass(kw_only=True)
 class SupervisorState(InputState):
@@ -83,6 +95,11 @@ class SupervisorState(InputState):
 
     planApproved: bool = False
     """The user approved the turn's plan (only asked when ``Context.approve_plan``)."""
+
+    planEditResult: dict[str, Any] | None = None
+    """What this run's ``planEdits`` did: ``{"status": "applied", "applied": <count>}`` or
+    ``{"status": "error", "error", "message", "suggestion", "edit"?}`` (nothing changed). None
+    in a run that sent none."""
 
     turnStatus: TurnStatus = "running"
     """How the turn ended: answered (the model's own words, or, when the last allowed call
@@ -135,3 +152,5 @@ class OutputState:
     """LLM calls the turn made."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks the turn changed."""
+    planEditResult: dict[str, Any] | None = None
+    """What this run's ``planEdits`` did (see SupervisorState)."""
