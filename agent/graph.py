@@ -36,7 +36,7 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.drain import make_drain_node
 from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
-from agent.nodes.routing import after_drain, after_model_step, after_tools
+from agent.nodes.routing import after_drain, after_model_step, after_plan, after_tools
 from agent.nodes.tools_node import build_supervisor_tools_node
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.ask_user import build_ask_user_tool
@@ -165,7 +165,7 @@ def build_graph(
     builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved, context, prompts))
     builder.add_node("drain", async_only(make_drain_node(deps), "drain", context, prompts))
     builder.add_edge(START, "plan")
-    builder.add_conditional_edges("plan", after_model_step, ["tools", "drain", END])
+    builder.add_conditional_edges("plan", after_plan, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("tools", after_tools, ["execute", "drain"])
     builder.add_conditional_edges("drain", after_drain, ["execute", END])

@@ -2,6 +2,11 @@
 
 The ids live here so that every node and tool sees the same turn; tools read them through
 ``ToolRuntime.state`` and the model never types them.
+
+Each field's help is its ``Field(description=...)`` in the annotation: LangGraph builds the
+input, output and state JSON schemas (what Studio shows beside each field) from the annotated
+types, and an attribute docstring never reaches them. A reducer goes last in ``Annotated``:
+LangGraph takes the last item as the reducer.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
+from pydantic import Field
 
 TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
 
@@ -32,99 +38,247 @@ def extend_or_reset(current: list[dict[str, Any]], update: Any) -> list[dict[str
 class InputState:
     """What a caller sends: the conversation's messages (the newest human message is the turn)."""
 
-    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
-    """The conversation. A human message's ``metadata.turnId`` (in ``additional_kwargs`` or
-    ``response_metadata``), else its ``id``, names the turn."""
+    messages: Annotated[
+        list[AnyMessage],
+        Field(
+            description=(
+                "The conversation. A human message's `metadata.turnId` (in `additional_kwargs` "
+                "or `response_metadata`), else its `id`, names the turn."
+            )
+        ),
+        add_messages,
+    ] = field(default_factory=list)
+
+    planEdits: Annotated[
+        list[dict[str, Any]],
+        Field(
+            description=(
+                "Edits to the current turn's plan, sent without a new message and applied with "
+                'no LLM call: {"op": "add", "title", "description"?}, {"op": "cancel", "id", '
+                '"reason"?}, {"op": "move", "id", "position"} (0-based among the open rows). A '
+                "paused turn stays paused and is asked again with the edited plan; "
+                "planEditResult says what was done. Emptied by every `plan` step "
+                "(`agent.turn.plan_edits`)."
+            )
+        ),
+    ] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
 class SupervisorState(InputState):
     """Everything the nodes share during a turn; persisted per thread by the checkpointer."""
 
-    conversationId: str = ""
-    """Conversation the turn belongs to: the context's ``conversation_id``, else the thread."""
+    conversationId: Annotated[
+        str,
+        Field(
+            description=(
+                "Conversation the turn belongs to: the context's `conversation_id`, else the "
+                "thread."
+            )
+        ),
+    ] = ""
 
-    turnId: str = ""
-    """Id of the current turn; scopes its ``turn_todos`` rows. Set by ``plan``."""
+    turnId: Annotated[
+        str,
+        Field(description="Id of the current turn; scopes its `turn_todos` rows. Set by `plan`."),
+    ] = ""
 
-    turnStep: int = 0
-    """Nodes of this turn run so far. With the turn's steps in the database it tells the turn's
-    own continuation from a run started at an older checkpoint (a fork, which gets a turn of its
-    own); see ``agent.turn.lineage``."""
+    turnStep: Annotated[
+        int,
+        Field(
+            description=(
+                "Nodes of this turn run so far. With the turn's steps in the database it tells "
+                "the turn's own continuation from a run started at an older checkpoint (a fork, "
+                "which gets a turn of its own); see `agent.turn.lineage`."
+            )
+        ),
+    ] = 0
 
-    catchUpTo: int = 0
-    """The turn's step in the database when this run found that it had already got further
-    than its checkpoint (its newest checkpoints were lost: a crash under ``durability="async"``,
-    a server retry). Until ``turnStep`` reaches it, each step is one this run took before: its
-    model answer and tool results are the recorded ones. 0 otherwise."""
+    catchUpTo: Annotated[
+        int,
+        Field(
+            description=(
+                "The turn's step in the database when this run found that it had already got "
+                "further than its checkpoint (its newest checkpoints were lost: a crash under "
+                '`durability="async"`, a server retry). Until `turnStep` reaches it, each step '
+                "is one this run took before: its model answer and tool results are the "
+                "recorded ones. 0 otherwise."
+            )
+        ),
+    ] = 0
 
-    todos: list[TodoSnapshot] = field(default_factory=list)
-    """The turn's plan rows as the last step that changed or read them left them (a tools step's
-    last plan change, else ``execute`` or ``drain``): shown in Studio, returned to the caller,
-    and copied into a fork's own rows."""
+    todos: Annotated[
+        list[TodoSnapshot],
+        Field(
+            description=(
+                "The turn's plan rows as the last step that changed or read them left them (a "
+                "tools step's last plan change, else `execute` or `drain`): shown in Studio, "
+                "returned to the caller, and copied into a fork's own rows."
+            )
+        ),
+    ] = field(default_factory=list)
 
-    turnRequest: str = ""
-    """Text of the human message that opened the turn, shown with every LLM call."""
+    turnRequest: Annotated[
+        str,
+        Field(
+            description=(
+                "Text of the human message that opened the turn, shown with every LLM call."
+            )
+        ),
+    ] = ""
 
-    turnMessageId: str = ""
-    """Id of that human message, to tell whether it is still inside the history window."""
+    turnMessageId: Annotated[
+        str,
+        Field(
+            description=(
+                "Id of that human message, to tell whether it is still inside the history window."
+            )
+        ),
+    ] = ""
 
-    llmCalls: int = 0
-    """LLM calls made in this turn so far."""
+    llmCalls: Annotated[
+        int,
+        Field(description="LLM calls made in this turn so far."),
+    ] = 0
 
-    iterationBudget: int = 0
-    """LLM calls this turn may make; extended while todos remain, never past the cap."""
+    iterationBudget: Annotated[
+        int,
+        Field(
+            description=(
+                "LLM calls this turn may make; extended while todos remain, never past the cap."
+            )
+        ),
+    ] = 0
 
-    remindersInARow: int = 0
-    """Premature answers since the last tool round; past ``max_reminders`` the turn stops."""
+    remindersInARow: Annotated[
+        int,
+        Field(
+            description=(
+                "Premature answers since the last tool round; past `max_reminders` the turn stops."
+            )
+        ),
+    ] = 0
 
-    promptTokens: int = 0
-    """Prompt tokens of this turn's LLM calls so far (``agent.turn.usage``)."""
+    promptTokens: Annotated[
+        int,
+        Field(description="Prompt tokens of this turn's LLM calls so far (`agent.turn.usage`)."),
+    ] = 0
 
-    completionTokens: int = 0
-    """Completion tokens of this turn's LLM calls so far."""
+    completionTokens: Annotated[
+        int,
+        Field(description="Completion tokens of this turn's LLM calls so far."),
+    ] = 0
 
-    usageEstimated: bool = False
-    """Some call's usage was estimated from characters: the server reported none."""
+    usageEstimated: Annotated[
+        bool,
+        Field(
+            description="Some call's usage was estimated from characters: the server reported none."
+        ),
+    ] = False
 
-    rowUsage: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Usage charged to each row of the turn, by row id: ``{"llmCalls", "promptTokens",
-    "completionTokens"}`` (a stage in progress together shares each call's tokens evenly).
-    ``todos`` shows it as each row's ``usage``."""
+    rowUsage: Annotated[
+        dict[str, dict[str, int]],
+        Field(
+            description=(
+                'Usage charged to each row of the turn, by row id: `{"llmCalls", "promptTokens", '
+                '"completionTokens"}` (a stage in progress together shares each call\'s tokens '
+                "evenly). `todos` shows it as each row's `usage`."
+            )
+        ),
+    ] = field(default_factory=dict)
 
-    idleRounds: int = 0
-    """Tool rounds in a row that started or closed no row and only read the plan or repeated
-    a call of this turn (``agent.turn.idle``); at ``max_idle_rounds`` the turn ends stalled."""
+    idleRounds: Annotated[
+        int,
+        Field(
+            description=(
+                "Tool rounds in a row that started or closed no row and only read the plan or "
+                "repeated a call of this turn (`agent.turn.idle`); at `max_idle_rounds` the turn "
+                "ends stalled."
+            )
+        ),
+    ] = 0
 
-    idleCalls: list[str] = field(default_factory=list)
-    """The calls of those idle rounds, as the stalled report names them."""
+    idleCalls: Annotated[
+        list[str],
+        Field(description="The calls of those idle rounds, as the stalled report names them."),
+    ] = field(default_factory=list)
 
-    progressMark: str = ""
-    """A digest of the rows' ids and statuses after the last tool round: a round that leaves it
-    unchanged started or closed no row."""
+    progressMark: Annotated[
+        str,
+        Field(
+            description=(
+                "A digest of the rows' ids and statuses after the last tool round: a round that "
+                "leaves it unchanged started or closed no row."
+            )
+        ),
+    ] = ""
 
-    approvePlan: bool = False
-    """``Context.approve_plan`` of the run that started the turn (a resume may not send it)."""
+    approvePlan: Annotated[
+        bool,
+        Field(
+            description=(
+                "`Context.approve_plan` of the run that started the turn (a resume may not send "
+                "it)."
+            )
+        ),
+    ] = False
 
-    planApproved: bool = False
-    """The user approved the turn's plan (only asked when ``Context.approve_plan``)."""
+    planApproved: Annotated[
+        bool,
+        Field(
+            description=(
+                "The user approved the turn's plan (only asked when `Context.approve_plan`)."
+            )
+        ),
+    ] = False
 
-    turnStatus: TurnStatus = "running"
-    """How the turn ended: answered (the model's own words, or, when the last allowed call
-    closed the last item, the completed plan); budget_exhausted or stalled (an honest partial
-    answer listing what was and was not done); no_answer (the model replied with nothing, no
-    text and no tool call, twice in a row, the second time when asked again for a reply, or on
-    the last call the budget allowed: the message says so and gives the plan's state); failed
-    (model or database error). Only answered is an answer."""
+    planEditResult: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description=(
+                'What this run\'s `planEdits` did: `{"status": "applied", "applied": <count>}` '
+                'or `{"status": "error", "error", "message", "suggestion", "edit"?}` (nothing '
+                "changed). None in a run that sent none."
+            )
+        ),
+    ] = None
 
-    toolErrors: int = 0
-    """Tool calls of this turn that failed through no fault of the model (``DATABASE_ERROR``,
-    ``WORKER_ERROR``). A turn may still answer after one; a non-zero count says to check the
-    server log before trusting that answer."""
+    turnStatus: Annotated[
+        TurnStatus,
+        Field(
+            description=(
+                "How the turn ended: answered (the model's own words, or, when the last allowed "
+                "call closed the last item, the completed plan); budget_exhausted or stalled "
+                "(an honest partial answer listing what was and was not done); no_answer (the "
+                "model replied with nothing, no text and no tool call, twice in a row, the "
+                "second time when asked again for a reply, or on the last call the budget "
+                "allowed: the message says so and gives the plan's state); failed (model or "
+                "database error). Only answered is an answer."
+            )
+        ),
+    ] = "running"
 
-    modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
-    """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
-    UI can refresh."""
+    toolErrors: Annotated[
+        int,
+        Field(
+            description=(
+                "Tool calls of this turn that failed through no fault of the model "
+                "(`DATABASE_ERROR`, `WORKER_ERROR`). A turn may still answer after one; a "
+                "non-zero count says to check the server log before trusting that answer."
+            )
+        ),
+    ] = 0
+
+    modifiedTasks: Annotated[
+        list[dict[str, Any]],
+        Field(
+            description=(
+                'Personal tasks changed in this turn as `{"action", "task_id", "title"}` (seed '
+                "003), so a UI can refresh."
+            )
+        ),
+        extend_or_reset,
+    ] = field(default_factory=list)
 
     # What one step of a run hands to the next so the next need not read the database. These
     # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
@@ -144,26 +298,68 @@ class SupervisorState(InputState):
 class OutputState:
     """What a run returns to the caller (the fields mean what they mean in SupervisorState)."""
 
-    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
-    """The conversation, ending with the turn's final answer."""
-    conversationId: str = ""
-    """Conversation the turn was filed under."""
-    turnId: str = ""
-    """Id of the turn; its ``turn_todos`` rows carry it."""
-    turnStatus: TurnStatus = "running"
-    """answered, budget_exhausted, stalled, no_answer or failed (see SupervisorState)."""
-    todos: list[TodoSnapshot] = field(default_factory=list)
-    """The turn's plan rows as the turn left them (empty when it made no plan), each with the
-    ``usage`` charged to it: ``{"llmCalls", "promptTokens", "completionTokens"}``."""
-    toolErrors: int = 0
-    """Tool calls that failed through no fault of the model (database, worker)."""
-    llmCalls: int = 0
-    """LLM calls the turn made."""
-    promptTokens: int = 0
-    """Prompt tokens the turn's LLM calls used (estimated when ``usageEstimated``)."""
-    completionTokens: int = 0
-    """Completion tokens the turn's LLM calls used."""
-    usageEstimated: bool = False
-    """Some call's usage was estimated from characters (the server reported none)."""
-    modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
-    """Personal tasks the turn changed."""
+    messages: Annotated[
+        list[AnyMessage],
+        Field(description="The conversation, ending with the turn's final answer."),
+        add_messages,
+    ] = field(default_factory=list)
+    conversationId: Annotated[
+        str,
+        Field(description="Conversation the turn was filed under."),
+    ] = ""
+    turnId: Annotated[
+        str,
+        Field(description="Id of the turn; its `turn_todos` rows carry it."),
+    ] = ""
+    turnStatus: Annotated[
+        TurnStatus,
+        Field(
+            description=(
+                "answered, budget_exhausted, stalled, no_answer or failed (see SupervisorState)."
+            )
+        ),
+    ] = "running"
+    todos: Annotated[
+        list[TodoSnapshot],
+        Field(
+            description=(
+                "The turn's plan rows as the turn left them (empty when it made no plan), each "
+                'with the `usage` charged to it: `{"llmCalls", "promptTokens", "completionTokens"}`.'
+            )
+        ),
+    ] = field(default_factory=list)
+    toolErrors: Annotated[
+        int,
+        Field(
+            description=("Tool calls that failed through no fault of the model (database, worker).")
+        ),
+    ] = 0
+    llmCalls: Annotated[
+        int,
+        Field(description="LLM calls the turn made."),
+    ] = 0
+    promptTokens: Annotated[
+        int,
+        Field(
+            description="Prompt tokens the turn's LLM calls used (estimated when `usageEstimated`)."
+        ),
+    ] = 0
+    completionTokens: Annotated[
+        int,
+        Field(description="Completion tokens the turn's LLM calls used."),
+    ] = 0
+    usageEstimated: Annotated[
+        bool,
+        Field(
+            description="Some call's usage was estimated from characters (the server reported none)."
+        ),
+    ] = False
+    modifiedTasks: Annotated[
+        list[dict[str, Any]],
+        Field(description="Personal tasks the turn changed."),
+        extend_or_reset,
+    ] = field(default_factory=list)
+    planEditResult: Annotated[
+        dict[str, Any] | None,
+        Field(description="What this run's `planEdits` did (see SupervisorState)."),
+    ] = None

@@ -5,6 +5,10 @@ resets the per-turn counters, and makes the turn's first LLM call with every too
 request is answered right here (one call, no rows); a multi-step one comes back as a
 ``create_todo`` call.
 
+A run whose input has ``planEdits`` and no new human message edits the current turn's plan and
+makes no LLM call (``agent.turn.plan_edits``); ``agent.nodes.routing.after_plan`` then
+re-asks the pause the turn was at, or ends the run.
+
 A run that sends its turn's message again is that turn resumed, not a new one
 (``agent.turn.resume``): a LangGraph Server retries a run whose worker died by starting it over
 from its input, on whatever checkpoint the thread last saved.
@@ -20,7 +24,7 @@ from langgraph.runtime import Runtime
 
 from agent.auth import acting_user
 from agent.context import Context
-from agent.errors import ToolFailure
+from agent.errors import ErrorCode, ToolFailure
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
@@ -38,16 +42,60 @@ from agent.turn.identity import (
     turn_id_of,
 )
 from agent.turn.lineage import TurnRefused, begin_turn, identity_of
+from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
 from agent.turn.resume import resumed_turn_of_run, resumed_turn_update
-from agent.turn.rows_handoff import hand_over
+from agent.turn.rows_handoff import NOTHING_HANDED, hand_over
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
+EDITS_WITH_MESSAGE = {
+    "status": "error",
+    "error": ErrorCode.VALIDATION_ERROR.value,
+    "message": "planEdits came with a new message; they were not applied.",
+    "suggestion": "Send planEdits in a run of their own, with no new message.",
+}
+
+
+async def edit_plan(
+    deps: SupervisorDeps, state: SupervisorState, context: Context
+) -> dict[str, Any]:
+    """The update of a run that only edits the current turn's plan: no LLM call, the turn's
+    status and pause kept (``agent.turn.plan_edits``)."""
+    scope = TurnScope(state.conversationId, state.turnId)
+    try:
+        result = await apply_plan_edits(
+            deps.database,
+            scope,
+            state.planEdits,
+            plan_limits(context),
+            user_id=acting_user(context.user_id, get_config()),
+            start_next=state.turnStatus == "running",
+        )
+    except ToolFailure as failure:
+        return {"planEditResult": {"status": "error", **failure.envelope()}}
+    return {
+        "planEditResult": {"status": "applied", "applied": result.applied},
+        "todos": [row.to_dict() for row in result.rows],
+        **NOTHING_HANDED,
+    }
 
 
 def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
+    async def plan_step(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Every ``plan`` update empties ``planEdits`` (an input, taken once) and says what
+        this run's edits did (None: it sent none), so ``after_plan`` reads this run's."""
+        context = runtime.context or Context()
+        human = latest_human_message(state.messages)
+        new_message = human is not None and bool(human.id) and human.id != state.turnMessageId
+        if state.planEdits and not new_message:
+            update = await edit_plan(deps, state, context)
+        else:
+            update = await plan(state, runtime=runtime)
+            update.setdefault("planEditResult", EDITS_WITH_MESSAGE if state.planEdits else None)
+        return {**update, "planEdits": []}
+
     async def plan(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
@@ -89,7 +137,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             except ToolFailure as failure:
                 return end_turn_with_failure(failure.message, None)
             if question is not None and shown:
-                return answer_with_message(question.call, human)
+                return answer_with_message(question, human)
             if state.approvePlan and not state.planApproved:
                 plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
                 decision = decision_from_message(message_text(human))
@@ -163,4 +211,4 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             deps, state.messages, view, context, turn_start, required_tool=required
         )
 
-    return plan
+    return plan_step

@@ -43,6 +43,21 @@ def after_model_step(state: SupervisorState) -> ModelStepTarget:
     return "drain"
 
 
+def after_plan(state: SupervisorState) -> ModelStepTarget:
+    """After ``plan``: as after a model step, except in a run that only edited the plan
+    (``planEditResult`` set, no LLM call made): back to the pause the turn was at (its
+    unanswered ``ask_user`` call, or ``drain`` for a plan awaiting approval), else the end."""
+    if state.planEditResult is None:
+        return after_model_step(state)
+    if state.turnStatus != "running":
+        return "__end__"
+    if unanswered_tool_calls(state.messages):
+        return "tools"
+    if state.approvePlan and not state.planApproved:
+        return "drain"
+    return "__end__"
+
+
 def after_drain(state: SupervisorState) -> DrainTarget:
     """After ``drain``: another model step while the turn runs, else the end."""
     return "execute" if state.turnStatus == "running" else "__end__"

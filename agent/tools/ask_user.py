@@ -6,8 +6,19 @@ rows, budget and history stay as they are) and returns the user's answer as its 
 run is resumed with ``Command(resume=<answer>)``, so the same turn goes on.
 
 The interrupt value is ``{"type": "question", "question", "options", "todo"}``, ``todo`` being
-the plan item in progress (or null). A new message sent while the question is pending is taken
-as the answer (``agent.turn.question``).
+the plan item in progress (or null), plus LangChain's ``HITLRequest`` keys for the action
+``ask_user`` with ``args`` ``{"question", "options", "answer": ""}`` (``agent.turn.review``).
+The answer, in LangChain's form or the short one (``agent.turn.question.answer_of``):
+
+- ``{"decisions": [{"type": "respond", "message": "<answer>"}]}``: the message is the result;
+- ``{"decisions": [{"type": "edit", "edited_action": {"name": "ask_user", "args": {...,
+  "answer": "<answer>"}}}]}``: the edited ``answer`` (agent-chat-ui, which has no respond
+  control, answers so);
+- ``{"decisions": [{"type": "reject", "message"?}]}``: the user declines to answer;
+- anything else (the short form): the answer itself, text as given, other values as JSON.
+
+A malformed decision asks again with ``error`` set. A new message sent while the question is
+pending is taken as the answer (``agent.turn.question``).
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agent.tool_names import ASK_USER
 from agent.tools.runtime import ToolRuntimeT, call_key, state_value
 from agent.turn.plan_rows import TurnPlan
-from agent.turn.question import answer_text, mark_question_asked
+from agent.turn.question import answer_of, mark_question_asked, question_request
 from storage import Database
 from storage.repositories import TurnScope
 
@@ -63,9 +74,12 @@ def build_ask_user_tool(database: Database) -> BaseTool:
             if rows:
                 todo = rows[0].to_dict()
         await mark_question_asked(database, call_key(runtime, ASK_USER))
-        answer = interrupt(
-            {"type": "question", "question": question, "options": options, "todo": todo}
-        )
-        return answer_text(answer)
+        error = ""
+        while True:
+            value = interrupt(question_request(question, options, todo, error))
+            try:
+                return answer_of(value)
+            except ValueError as problem:
+                error = str(problem)
 
     return ask_user
