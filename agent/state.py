@@ -101,6 +101,12 @@ class SupervisorState(InputState):
     """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
     UI can refresh."""
 
+    workerLlmCalls: Annotated[list[int], extend_or_reset] = field(default_factory=list)
+    """LLM calls made by workers in the last tool round, one entry per delegation (several may
+    run side by side in one round, so each adds its own entry instead of writing ``llmCalls``).
+    ``execute`` adds them to ``llmCalls`` after the round and empties the list: a worker's calls
+    count against the turn's budget like the supervisor's own."""
+
     # What one step of a run hands to the next so the next need not read the database. These
     # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
     # (a resume, a Studio replay, a fork) has neither, reads, and so never trusts them. Neither

@@ -66,10 +66,15 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             todos = [row.to_dict() for row in claim.rows]
             update["todos"] = todos
             shown = True
+        llm_calls = state.llmCalls
+        if state.workerLlmCalls:
+            # The round's delegations: their workers' calls are the turn's calls too.
+            llm_calls += sum(state.workerLlmCalls)
+            update.update(llmCalls=llm_calls, workerLlmCalls=[])
         if claim.rows is not None and tools_ran:
             budget = budget_after_round(
                 state.iterationBudget,
-                state.llmCalls,
+                llm_calls,
                 count_rows(claim.rows).remaining > 0,
                 True,
                 context,
@@ -79,7 +84,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 remindersInARow=0,
                 toolErrors=operator_faults(state.messages, state.turnMessageId),
             )
-            if state.llmCalls >= budget:
+            if llm_calls >= budget:
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
                 update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
@@ -89,7 +94,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
         view = TurnView(
             scope=claim.scope,
-            llm_calls=state.llmCalls,
+            llm_calls=llm_calls,
             turn_request=state.turnRequest,
             turn_message_id=state.turnMessageId or None,
             rows=claim.rows,

@@ -124,6 +124,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "todos": [],
             "toolErrors": 0,
             "modifiedTasks": [],
+            "workerLlmCalls": [],
         }
         try:
             claim = await begin_turn(
