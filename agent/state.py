@@ -36,6 +36,12 @@ class InputState:
     """The conversation. A human message's ``metadata.turnId`` (in ``additional_kwargs`` or
     ``response_metadata``), else its ``id``, names the turn."""
 
+    continuePlan: bool = False
+    """Continue the plan earlier turns of this conversation left unfinished: their open rows
+    become this turn's plan (``agent.turn.continuation``). With a new human message it is that
+    turn's; without one, the turn is "continue the plan" alone. Read once by ``plan``, which
+    sets it back to False, so the next run does not continue again unless it asks."""
+
 
 @dataclass(kw_only=True)
 class SupervisorState(InputState):

@@ -54,6 +54,9 @@ class TurnView:
     retaken: bool = False
     """The step is one this run took before (``TurnClaim.retaken``): the answer it got then, if
     recorded, is the answer now (``agent.turn.answer_ledger``)."""
+    open_elsewhere: tuple[str, ...] = ()
+    """Titles of the rows earlier turns of the conversation left open (``plan`` reads them):
+    the call is told and may continue them (``SupervisorDeps.step_call``)."""
 
 
 REASON_LIMIT = 300
@@ -115,6 +118,7 @@ async def model_step(
             rows=rows,
             required_tool=required_tool,
             request=view.turn_request,
+            open_elsewhere=view.open_elsewhere,
         )
         # Only calls the window can hold are looked up: an orphan older than the window would
         # otherwise cost a read on every later call of the thread.

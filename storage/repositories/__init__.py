@@ -6,6 +6,7 @@ whose effect is elsewhere (``record_alone``)."""
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
+from storage.repositories.todo_continuations import TodoContinuationRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
 from storage.repositories.turn_steps import (
     ModelAnswerRepository,
@@ -23,6 +24,7 @@ __all__ = [
     "ModelAnswerRepository",
     "NewTurnTodo",
     "TaskRepository",
+    "TodoContinuationRepository",
     "ToolAuditRepository",
     "ToolCallKey",
     "ToolResultRepository",
