@@ -88,9 +88,11 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         config = get_config()
         identity = identity_of(config, deps.checkpoints)
         history = list(state.messages)
-        if state.continuePlan and (human is None or human.id == state.turnMessageId):
-            # Continue the plan, and nothing else: the turn's message says so.
-            human = continue_request(identity)
+        asked = continue_request(identity) if state.continuePlan else None
+        if asked is not None and (human is None or human.id == state.turnMessageId != asked.id):
+            # Continue the plan, and nothing else: the turn's message says so. (The same run
+            # started again finds its own message, and is that turn resumed, below.)
+            human = asked
             history.append(human)
         running = state.turnStatus == "running" and bool(state.turnId)
         try:

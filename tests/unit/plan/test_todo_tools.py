@@ -227,7 +227,10 @@ async def test_list_todo_defaults_to_remaining_items_with_a_summary(tools: list[
         "createdAt",
         "startedAt",
         "completedAt",
+        "continuedFrom",
+        "continuedIn",
     }
+    assert item["continuedFrom"] is None and item["continuedIn"] is None
 
 
 @pytest.mark.parametrize(
