@@ -193,7 +193,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             elif deps.offers_continue(context):
                 open_elsewhere = tuple(await open_titles_elsewhere(deps.database, claim.scope))
         except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, None, turn_start)
+            failed = end_turn_with_failure(failure.message, None, turn_start)
+            return {**failed, "messages": [*turn_start.get("messages", []), *failed["messages"]]}
         if claim.rows is not None:
             # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
             handed = hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
