@@ -29,6 +29,9 @@ class ErrorCode(StrEnum):
     WORKER_ERROR = "WORKER_ERROR"
     MCP_ERROR = "MCP_ERROR"
     """An MCP server could not be reached or broke off the call."""
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+    """The turn's LLM-call budget ran out while a worker was still working on its item; the
+    item stays open."""
     NOT_RUN = "NOT_RUN"
     """The call was not carried out (its run was interrupted, or it came from a fork); nothing
     changed."""

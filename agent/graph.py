@@ -40,6 +40,7 @@ from agent.nodes.routing import after_drain, after_model_step, after_plan, after
 from agent.nodes.tools_node import build_supervisor_tools_node
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.ask_user import build_ask_user_tool
+from agent.tools.continue_plan import build_continue_tool
 from agent.tools.conversation_tasks import CONVERSATION_TASKS_PROMPT, build_conversation_task_tools
 from agent.tools.delegate import delegation_tools
 from agent.tools.mcp import McpTools
@@ -143,7 +144,12 @@ def build_graph(
     db = database if isinstance(database, Database) else Database(database)
     registry = WorkerRegistry(workers or ())
     catalog = ToolCatalog(
-        core=[*build_todo_tools(db), build_ask_user_tool(db), *delegation_tools(registry, db)],
+        core=[
+            *build_todo_tools(db),
+            build_continue_tool(db),
+            build_ask_user_tool(db),
+            *delegation_tools(registry, db),
+        ],
         toolsets=builtin_toolsets(db, tasks_dir) if include_default_tools else {},
         extra=list(tools or []),
         mcp=mcp_servers if isinstance(mcp_servers, McpTools) else McpTools(mcp_servers),

@@ -63,6 +63,12 @@ class InputState:
         ),
     ] = field(default_factory=list)
 
+    continuePlan: bool = False
+    """Continue the plan earlier turns of this conversation left unfinished: their open rows
+    become this turn's plan (``agent.turn.continuation``). With a new human message it is that
+    turn's; without one, the turn is "continue the plan" alone. Read once by ``plan``, which
+    sets it back to False, so the next run does not continue again unless it asks."""
+
 
 @dataclass(kw_only=True)
 class SupervisorState(InputState):
@@ -280,6 +286,12 @@ class SupervisorState(InputState):
         extend_or_reset,
     ] = field(default_factory=list)
 
+    workerLlmCalls: Annotated[list[int], extend_or_reset] = field(default_factory=list)
+    """LLM calls made by workers in the last tool round, one entry per delegation (several may
+    run side by side in one round, so each adds its own entry instead of writing ``llmCalls``).
+    ``execute`` adds them to ``llmCalls`` after the round and empties the list: a worker's calls
+    count against the turn's budget like the supervisor's own."""
+
     # What one step of a run hands to the next so the next need not read the database. These
     # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
     # (a resume, a Studio replay, a fork) has neither, reads, and so never trusts them. Neither
@@ -324,7 +336,8 @@ class OutputState:
         Field(
             description=(
                 "The turn's plan rows as the turn left them (empty when it made no plan), each "
-                'with the `usage` charged to it: `{"llmCalls", "promptTokens", "completionTokens"}`.'
+                'with the `usage` charged to it: `{"llmCalls", "promptTokens", '
+                '"completionTokens"}`.'
             )
         ),
     ] = field(default_factory=list)
@@ -351,7 +364,9 @@ class OutputState:
     usageEstimated: Annotated[
         bool,
         Field(
-            description="Some call's usage was estimated from characters (the server reported none)."
+            description=(
+                "Some call's usage was estimated from characters (the server reported none)."
+            )
         ),
     ] = False
     modifiedTasks: Annotated[

@@ -3,8 +3,11 @@ prompt profiles and workers can name them without importing the tools."""
 
 TODO_TOOL_NAMES = frozenset({"create_todo", "list_todo", "complete_todo"})
 """Seed 004's plan tools."""
-PLAN_CHANGING_TOOLS = frozenset({"create_todo", "complete_todo"})
+PLAN_CHANGING_TOOLS = frozenset({"create_todo", "complete_todo", "continue_open_todos"})
 """Plan tools whose successful calls the plan view reports (the items, outcomes, what is next)."""
+CONTINUE_OPEN_TODOS = "continue_open_todos"
+"""Copies the rows earlier turns left open into the turn (``agent.tools.continue_plan``): bound
+only in a plan step that was told such rows exist."""
 ASK_USER = "ask_user"
 """The question to the user (``agent.tools.ask_user``)."""
 ORDERED_TOOL_NAMES = TODO_TOOL_NAMES | {ASK_USER}

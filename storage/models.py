@@ -27,6 +27,9 @@ twice.
 ``todo_dependencies`` holds the ``blockedBy`` edges between rows of one turn's plan (issue 30):
 a row waits until every row it names there is closed. A table of its own, so ``turn_todos``
 keeps seed 004's DDL; ``create_all`` adds it to databases that already exist.
+``todo_continuations`` links a row left open by an earlier turn to its copy in the turn that
+continued the plan (``agent.turn.continuation``); every row read carries both ends of its links
+(``continuedFrom``, ``continuedIn``) without a query of its own.
 
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
@@ -47,9 +50,17 @@ from sqlalchemy import (
     Text,
     false,
     inspect,
+    select,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, foreign, mapped_column, relationship
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    column_property,
+    foreign,
+    mapped_column,
+    relationship,
+)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -163,7 +174,46 @@ class TurnTodo(Base):
             "createdAt": self.createdAt,
             "startedAt": self.startedAt,
             "completedAt": self.completedAt,
+            # Loaded with the row (``todo_continuations``); a row made in this session and not
+            # read since has no link, and reading the attribute would go to the database.
+            "continuedFrom": self.__dict__.get("continuedFrom"),
+            "continuedIn": self.__dict__.get("continuedIn"),
         }
+
+
+class TodoContinuation(Base):
+    """A row an earlier turn left open (``oldRowId``, closed ``cancelled``) and its copy in the
+    turn that continued the plan (``newRowId``). The primary key on the old row is what makes a
+    continuation happen once: a row is copied at most one time, whatever retries."""
+
+    __tablename__ = "todo_continuations"
+    __table_args__ = (
+        Index("idx_todo_continuations_new", "newRowId", unique=True),
+        Index("idx_todo_continuations_turn", "conversationId", "toTurnId"),
+    )
+
+    oldRowId: Mapped[str] = mapped_column(Text, primary_key=True)
+    newRowId: Mapped[str] = mapped_column(Text, nullable=False)
+    conversationId: Mapped[str] = mapped_column(Text, nullable=False)
+    fromTurnId: Mapped[str] = mapped_column(Text, nullable=False)
+    toTurnId: Mapped[str] = mapped_column(Text, nullable=False)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+# Both ends of a row's continuation, read with the row (two indexed lookups); not columns of
+# ``turn_todos``, whose DDL stays seed 004's.
+TurnTodo.continuedFrom = column_property(
+    select(TodoContinuation.oldRowId)
+    .where(TodoContinuation.newRowId == TurnTodo.id)
+    .correlate_except(TodoContinuation)
+    .scalar_subquery()
+)
+TurnTodo.continuedIn = column_property(
+    select(TodoContinuation.newRowId)
+    .where(TodoContinuation.oldRowId == TurnTodo.id)
+    .correlate_except(TodoContinuation)
+    .scalar_subquery()
+)
 
 
 class Conversation(Base):

@@ -57,6 +57,12 @@ class RunTools:
         """Identifies the selection (bound models are cached by it)."""
         return tuple(tool.name for tool in self.tools)
 
+    def without(self, name: str) -> RunTools:
+        """The selection less the tool ``name`` (itself when it has none by that name)."""
+        if name not in self.names:
+            return self
+        return RunTools(tuple(t for t in self.tools if t.name != name), self.prompt_sections)
+
 
 @dataclass
 class ToolCatalog:

@@ -31,7 +31,8 @@ from agent.prompting.builder import (
     step_tools,
     system_prompt,
 )
-from prompts import load_all_prompts, load_prompt
+from agent.tool_names import CONTINUE_OPEN_TODOS
+from prompts import load_all_prompts, load_prompt, render_prompt
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import TurnTodo
@@ -41,6 +42,16 @@ BoundModels = dict[tuple[int, tuple[str, ...], str | None], tuple[BaseChatModel,
 """Bound models of one loop, by (model instance id, bound tool names, forced tool)."""
 BOUND_LIMIT = 64
 """Bound models kept per loop (one per model instance and forced tool)."""
+NOTE_TITLES = 3
+"""Titles of open rows the open-items note names (the count says how many there are)."""
+
+
+def open_items_note(titles: Sequence[str]) -> str:
+    """The one line telling the plan step that earlier turns left ``titles`` open."""
+    named = ", ".join(f"'{title}'" for title in titles[:NOTE_TITLES])
+    if len(titles) > NOTE_TITLES:
+        named += ", …"
+    return render_prompt("open_todos_note", count=len(titles), titles=named)
 
 
 @dataclass(frozen=True)
@@ -156,6 +167,12 @@ class SupervisorDeps:
         """Event loops holding bound models (one per live loop that ran a turn)."""
         return len(self._bound)
 
+    def offers_continue(self, context: Context) -> bool:
+        """Whether a plan step of this run can be told of rows earlier turns left open and
+        offered ``continue_open_todos`` (the full profile, with planning on)."""
+        profile = prompt_profile(context, model_setting_of(self.model, context))
+        return profile.tools == "by_phase" and context.planning != "off"
+
     async def step_call(
         self,
         context: Context,
@@ -164,12 +181,20 @@ class SupervisorDeps:
         rows: Sequence[TurnTodo],
         required_tool: str | None = None,
         request: str = "",
+        open_elsewhere: Sequence[str] = (),
     ) -> StepCall:
         """The model and prompt parts of one call under the run's prompt profile
-        (``agent.prompting.builder.FULL`` or ``COMPACT``)."""
+        (``agent.prompting.builder.FULL`` or ``COMPACT``). ``open_elsewhere``: titles of the
+        rows earlier turns left open, for a plan step: the full profile then says so in one
+        line and binds ``continue_open_todos`` (never otherwise: its schema would be sent with
+        every call for nothing; the compact profile's small models continue through
+        ``continuePlan`` in the run's input)."""
         setting = model_setting_of(self.model, context)
         run_tools = await self.catalog.for_run(context)
         profile = prompt_profile(context, setting)
+        offer_continue = bool(open_elsewhere) and self.offers_continue(context)
+        if not offer_continue:
+            run_tools = run_tools.without(CONTINUE_OPEN_TODOS)
         if profile.tools == "by_phase":
             tools = step_tools(run_tools.tools, rows, required_tool, context.planning)
             model = await self.model_with_tools(context, tools, required_tool=required_tool)
@@ -181,12 +206,15 @@ class SupervisorDeps:
                 run_tools.tools, rows, history, required_tool, request
             )
             model = compact_tools.bind_step(await self.chat_model(context), binding, rows)
+        base_prompt = self.base_prompt(
+            run_tools, profile, step_phase(rows, required_tool), context.planning
+        )
+        if offer_continue:
+            base_prompt = f"{base_prompt}\n\n{open_items_note(open_elsewhere)}"
         return StepCall(
             model=model,
             profile=profile,
-            base_prompt=self.base_prompt(
-                run_tools, profile, step_phase(rows, required_tool), context.planning
-            ),
+            base_prompt=base_prompt,
             # The no-plan loop has no plan view to say what was done: it gets the configured
             # window, not the compact profile's cap (sized for a view that carries the turn).
             history_limit=(

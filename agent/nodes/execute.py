@@ -87,10 +87,15 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             todos = [row.to_dict() for row in claim.rows]
             update["todos"] = todos
             shown = True
+        llm_calls = state.llmCalls
+        if state.workerLlmCalls:
+            # The round's delegations: their workers' calls are the turn's calls too.
+            llm_calls += sum(state.workerLlmCalls)
+            update.update(llmCalls=llm_calls, workerLlmCalls=[])
         if claim.rows is not None and tools_ran:
             budget = budget_after_round(
                 state.iterationBudget,
-                state.llmCalls,
+                llm_calls,
                 count_rows(claim.rows).remaining > 0,
                 True,
                 context,
@@ -101,7 +106,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 toolErrors=operator_faults(state.messages, state.turnMessageId),
             )
             usage = turn_usage(state)
-            if state.llmCalls >= budget or tokens_exhausted(usage, context.max_turn_tokens):
+            if llm_calls >= budget or tokens_exhausted(usage, context.max_turn_tokens):
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
                 update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
@@ -126,7 +131,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
         view = TurnView(
             scope=claim.scope,
-            llm_calls=state.llmCalls,
+            llm_calls=llm_calls,
             turn_request=state.turnRequest,
             turn_message_id=state.turnMessageId or None,
             rows=claim.rows,

@@ -70,6 +70,9 @@ class TurnView:
     """The turn's usage before this call (``agent.turn.usage.turn_usage`` of the state)."""
     row_usage: Mapping[str, RowUsage] = field(default_factory=dict)
     """The usage charged to each row before this call (``SupervisorState.rowUsage``)."""
+    open_elsewhere: tuple[str, ...] = ()
+    """Titles of the rows earlier turns of the conversation left open (``plan`` reads them):
+    the call is told and may continue them (``SupervisorDeps.step_call``)."""
 
 
 REASON_LIMIT = 300
@@ -132,6 +135,7 @@ async def model_step(
             rows=rows,
             required_tool=required_tool,
             request=view.turn_request,
+            open_elsewhere=view.open_elsewhere,
         )
         # Only calls the window can hold are looked up: an orphan older than the window would
         # otherwise cost a read on every later call of the thread.

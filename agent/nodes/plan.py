@@ -12,13 +12,19 @@ re-asks the pause the turn was at, or ends the run.
 A run that sends its turn's message again is that turn resumed, not a new one
 (``agent.turn.resume``): a LangGraph Server retries a run whose worker died by starting it over
 from its input, on whatever checkpoint the thread last saved.
+
+Rows earlier turns left open are never resumed on their own (seed 004). The plan step is told
+of them in one line and offered ``continue_open_todos``; a run whose input says
+``continuePlan`` continues them before its first call (``agent.turn.continuation``), with or
+without a message of its own.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -35,18 +41,20 @@ from agent.turn.approval import (
     decided_by_message,
     decision_from_message,
 )
+from agent.turn.continuation import continue_open_rows, open_titles_elsewhere
 from agent.turn.identity import (
     conversation_id_of,
     latest_human_message,
     message_text,
     turn_id_of,
 )
-from agent.turn.lineage import TurnRefused, begin_turn, identity_of
+from agent.turn.lineage import RunIdentity, TurnRefused, begin_turn, identity_of
 from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
 from agent.turn.resume import resumed_turn_of_run, resumed_turn_update
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over
+from prompts import load_prompt
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
@@ -82,6 +90,27 @@ async def edit_plan(
     }
 
 
+def continue_request(identity: RunIdentity) -> HumanMessage:
+    """The message of a turn that only asks to continue the plan (``continuePlan`` with no
+    message of its own). Its id comes from the run (the server's run, else the LangGraph
+    task), so the same run started again names the same turn."""
+    return HumanMessage(
+        content=load_prompt("continue_request"),
+        id=f"continue-{identity.run_id or identity.task_id}",
+    )
+
+
+def nothing_to_continue(turn_start: dict[str, Any]) -> dict[str, Any]:
+    """The turn's answer when it was asked to continue a plan and no earlier turn left rows
+    open: it says so, and nothing is planned."""
+    answer = AIMessage(content=load_prompt("nothing_to_continue"))
+    return {
+        **turn_start,
+        "messages": [*turn_start.get("messages", []), answer],
+        "turnStatus": "answered",
+    }
+
+
 def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
     async def plan_step(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         """Every ``plan`` update empties ``planEdits`` (an input, taken once) and says what
@@ -97,10 +126,22 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         return {**update, "planEdits": []}
 
     async def plan(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
+        update = await plan_turn(state, runtime)
+        # A request to continue is this run's alone: the next run continues only if it asks.
+        return {**update, "continuePlan": False} if state.continuePlan else update
+
+    async def plan_turn(state: SupervisorState, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
         config = get_config()
         identity = identity_of(config, deps.checkpoints)
+        history = list(state.messages)
+        asked = continue_request(identity) if state.continuePlan else None
+        if asked is not None and (human is None or human.id == state.turnMessageId != asked.id):
+            # Continue the plan, and nothing else: the turn's message says so. (The same run
+            # started again finds its own message, and is that turn resumed, below.)
+            human = asked
+            history.append(human)
         running = state.turnStatus == "running" and bool(state.turnId)
         try:
             resent = (
@@ -179,6 +220,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "todos": [],
             "toolErrors": 0,
             "modifiedTasks": [],
+            "workerLlmCalls": [],
         }
         try:
             claim = await begin_turn(
@@ -193,6 +235,21 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None, turn_start)
         turn_start.update(claim.update())
+        if history is not state.messages and len(history) > len(state.messages):
+            turn_start["messages"] = [human]
+        open_elsewhere: tuple[str, ...] = ()
+        try:
+            if state.continuePlan:
+                continued = await continue_open_rows(deps.database, claim.scope)
+                claim = replace(claim, rows=continued.change.rows)
+                if not claim.rows:
+                    return nothing_to_continue(turn_start)
+                turn_start["todos"] = [row.to_dict() for row in claim.rows]
+            elif deps.offers_continue(context):
+                open_elsewhere = tuple(await open_titles_elsewhere(deps.database, claim.scope))
+        except ToolFailure as failure:
+            failed = end_turn_with_failure(failure.message, None, turn_start)
+            return {**failed, "messages": [*turn_start.get("messages", []), *failed["messages"]]}
         if claim.rows is not None:
             # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
             handed = hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
@@ -205,10 +262,12 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             rows=claim.rows,
             claimed_step=claim.step,
             retaken=claim.retaken,
+            open_elsewhere=open_elsewhere,
         )
-        required = "create_todo" if context.planning == "always" else None
-        return await model_step(
-            deps, state.messages, view, context, turn_start, required_tool=required
-        )
+        required = "create_todo" if context.planning == "always" and not claim.rows else None
+        update = await model_step(deps, history, view, context, turn_start, required_tool=required)
+        if "messages" in turn_start:  # the turn's own message goes before the step's answer
+            update["messages"] = [*turn_start["messages"], *update.get("messages", [])]
+        return update
 
     return plan_step

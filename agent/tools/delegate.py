@@ -8,6 +8,13 @@ closes the row with ``complete_todo``, so the outcome stays its judgement (seed 
 The worker runs with the supervisor's context (same ``user_id``) and config (callbacks, stream),
 and the turn's ids in its state, so its task tools audit under this turn. A worker that fails or
 runs out of steps comes back as a ``WORKER_ERROR`` envelope; the row stays in progress.
+
+The worker's LLM calls are the turn's (seed 004, issue 4): it may make what the turn's budget
+has left (``worker_allowance``; shared evenly by the delegations of one message, which run side
+by side), its calls are added to ``llmCalls`` after the round (``workerLlmCalls``), and a worker
+that wants one more call than that is stopped before the call is sent (``WorkerCallCap``) and
+reported as ``BUDGET_EXHAUSTED``, the row left open, so the turn ends with the honest partial
+answer instead of spending calls past its cap.
 """
 
 from __future__ import annotations
@@ -20,16 +27,20 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
 from langgraph.types import Command
 
+from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
 from agent.turn.blockers import ensure_unblocked
-from agent.turn.identity import message_text
+from agent.turn.budget import extended_budget
+from agent.turn.identity import issuing_message, message_text
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import emit_delegation_event
+from agent.workers.call_cap import WorkerBudgetSpent, WorkerCallCap
 from agent.workers.registry import WorkerRegistry
 from agent.workers.worker import DELEGATE_TOOL_NAME, Worker
 from prompts import load_prompt, render_prompt
@@ -48,6 +59,34 @@ RETRY_HINT = (
 def _reason(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
+
+
+def worker_allowance(budget: int, llm_calls: int, context: Context, delegations: int = 1) -> int:
+    """LLM calls a worker may make: what the turn may still spend, with the extension a round
+    on an open item earns (``agent.turn.budget.extended_budget``, never past
+    ``max_iterations``), split evenly between the ``delegations`` of one message."""
+    left = extended_budget(budget or context.base_iterations, llm_calls, context) - llm_calls
+    return max(0, left) // max(1, delegations)
+
+
+def _delegations_in_message(runtime: ToolRuntimeT) -> int:
+    """How many ``delegate`` calls the message that made this call holds (they run together)."""
+    messages = state_value(runtime, "messages", []) or []
+    issuer = issuing_message(messages, runtime.tool_call_id or "")
+    if issuer is None:
+        return 1
+    return sum(1 for call in issuer.tool_calls if call.get("name") == DELEGATE_TOOL_NAME) or 1
+
+
+def _budget_spent(worker: Worker, row: TurnTodo, cap: WorkerCallCap) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.BUDGET_EXHAUSTED,
+        f"Worker '{worker.name}' stopped on '{row.title}': the turn's LLM-call budget is spent "
+        f"({cap.made} call(s) made by the worker, {cap.allowed} allowed). The item is not done.",
+        "The item stays in progress: tell the user what is left; they can continue the plan in "
+        "a new turn with a larger budget.",
+        workerLlmCalls=cap.made,
+    )
 
 
 def _worker_for(row: TurnTodo, registry: WorkerRegistry) -> Worker:
@@ -94,13 +133,16 @@ def _final_answer(worker: Worker, messages: list[AnyMessage]) -> str:
 
 
 async def _run_worker(
-    worker: Worker, row: TurnTodo, runtime: ToolRuntimeT
+    worker: Worker, row: TurnTodo, runtime: ToolRuntimeT, cap: WorkerCallCap
 ) -> tuple[str, int, list[Any]]:
-    """Run ``worker`` on ``row`` to the end: (answer, tool calls it made, tasks it changed)."""
+    """Run ``worker`` on ``row`` to the end: (answer, tool calls it made, tasks it changed).
+    ``cap`` counts its LLM calls and stops the one past the turn's budget."""
     scope = turn_scope(runtime)
     await asyncio.to_thread(load_prompt, "worker_request")  # off the loop; cached afterwards
     hand_over = _hand_over(row, state_value(runtime, "turnRequest", "") or "")
-    config: RunnableConfig = {**runtime.config, "recursion_limit": worker.recursion_limit}
+    config: RunnableConfig = merge_configs(
+        runtime.config, {"callbacks": [cap], "recursion_limit": worker.recursion_limit}
+    )
     try:
         output = await worker.graph.ainvoke(
             {
@@ -113,6 +155,8 @@ async def _run_worker(
         )
     except (GraphBubbleUp, asyncio.CancelledError):
         raise  # interrupts and cancellation belong to the run, not to the model
+    except WorkerBudgetSpent:
+        raise _budget_spent(worker, row, cap) from None
     except GraphRecursionError:
         raise ToolFailure(
             ErrorCode.WORKER_ERROR,
@@ -151,25 +195,49 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
         row = await TurnPlan(database, turn_scope(runtime)).find(todoId)
         worker = _worker_for(row, registry)
         ensure_unblocked(row, "delegated")
+        cap = WorkerCallCap(
+            worker_allowance(
+                int(state_value(runtime, "iterationBudget", 0) or 0),
+                int(state_value(runtime, "llmCalls", 0) or 0),
+                run_context(runtime),
+                _delegations_in_message(runtime),
+            )
+        )
         emit_delegation_event(runtime.stream_writer, "delegated", row, worker.name)
         try:
-            answer, calls, modified = await _run_worker(worker, row, runtime)
+            answer, calls, modified = await _run_worker(worker, row, runtime, cap)
         except ToolFailure as failure:
             emit_delegation_event(
                 runtime.stream_writer, "returned", row, worker.name, failure.message
             )
-            raise
+            if not cap.made:
+                raise
+            # The worker's calls are the turn's even when it failed or was stopped.
+            error = ToolMessage(
+                content=json.dumps(failure.envelope(), ensure_ascii=False),
+                tool_call_id=runtime.tool_call_id or "",
+                name=DELEGATE_TOOL_NAME,
+                status="error",
+            )
+            return Command(update={"messages": [error], "workerLlmCalls": [cap.made]})
         emit_delegation_event(runtime.stream_writer, "returned", row, worker.name)
         content = json.dumps(
-            {"todoId": row.id, "agentType": worker.name, "result": answer, "toolCalls": calls},
+            {
+                "todoId": row.id,
+                "agentType": worker.name,
+                "result": answer,
+                "toolCalls": calls,
+                "llmCalls": cap.made,
+            },
             ensure_ascii=False,
         )
-        if not modified:
-            return content
         message = ToolMessage(
             content=content, tool_call_id=runtime.tool_call_id or "", name=DELEGATE_TOOL_NAME
         )
-        return Command(update={"messages": [message], "modifiedTasks": modified})
+        update: dict[str, Any] = {"messages": [message], "workerLlmCalls": [cap.made]}
+        if modified:
+            update["modifiedTasks"] = modified
+        return Command(update=update)
 
     return delegate
 

@@ -338,6 +338,11 @@ class TurnPlan:
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
 
+    async def start_next_in(self, repository: TurnTodoRepository) -> PlanChange:
+        """``start_next`` inside the caller's transaction: a change of several rows (a
+        continued plan, ``agent.turn.continuation``) starts its first stage with them."""
+        return await self._start_next(repository)
+
     async def close(
         self,
         todo_id: str,

@@ -8,6 +8,7 @@ from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.row_usage import RowUsageRepository, save_row_usage_alone
 from storage.repositories.tasks import TaskRepository
+from storage.repositories.todo_continuations import TodoContinuationRepository
 from storage.repositories.todo_dependencies import TodoDependencyRepository, copy_dependencies
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
 from storage.repositories.turn_steps import (
@@ -27,6 +28,7 @@ __all__ = [
     "NewTurnTodo",
     "RowUsageRepository",
     "TaskRepository",
+    "TodoContinuationRepository",
     "TodoDependencyRepository",
     "ToolAuditRepository",
     "ToolCallKey",

@@ -230,7 +230,10 @@ async def test_list_todo_defaults_to_remaining_items_with_a_summary(tools: list[
         "completedAt",
         "blockedBy",  # issue 30: seed 004's fields, then the dependencies
         "ready",
+        "continuedFrom",
+        "continuedIn",
     }
+    assert item["continuedFrom"] is None and item["continuedIn"] is None
 
 
 @pytest.mark.parametrize(

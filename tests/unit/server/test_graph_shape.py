@@ -65,6 +65,7 @@ def test_the_tools_node_knows_todos_every_builtin_toolset_and_your_own() -> None
         "create_todo",
         "list_todo",
         "complete_todo",
+        "continue_open_todos",
         "ask_user",
         "add_task",
         "list_tasks",

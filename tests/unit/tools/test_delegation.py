@@ -89,7 +89,9 @@ async def test_delegated_item_is_awaited_and_the_drain_loop_resumes(database: Da
         "agentType": "tasks",
         "result": "Added 'buy groceries'.",
         "toolCalls": 1,
+        "llmCalls": 2,
     }
+    assert result["llmCalls"] == 5 + 2  # the worker's calls are the turn's
     async with database.session() as session:
         alice = await TaskRepository(session, "alice").find()
         bob = await TaskRepository(session, "bob").find()
@@ -305,3 +307,43 @@ def test_turnplan_run_prints_delegation_events() -> None:
         }
     )
     assert line == "  ← returned  Add x [tasks] — failed: boom"
+
+
+# --- the worker spends the turn's budget ------------------------------------------------------
+
+
+def plan_one_delegated_item(messages: list[BaseMessage]) -> AIMessage:
+    """Plan one delegated item, delegate it, and say so once the worker is back."""
+    rows = plan_rows(plan_view(messages))
+    if not rows:
+        item = {"title": "Tidy the tasks", "agentType": "tasks"}
+        return ai(tool_call("create_todo", items=[item]))
+    current = next(row for row in rows if row.mark == ">")
+    return ai(tool_call("delegate", todoId=current.id))
+
+
+async def test_a_worker_is_stopped_by_the_turns_call_cap(database: Database) -> None:
+    supervisor = ScriptedChatModel(responder=plan_one_delegated_item)
+    # A worker that never answers: without the turn's cap it would run to its own 25 steps.
+    endless = ScriptedChatModel(responder=lambda messages: ai(tool_call("list_tasks")))
+    graph = supervisor_graph(supervisor, database, [build_task_worker(endless, database)])
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(content="tidy my tasks", id="turn-1")]},
+        context=Context(user_id="alice", base_iterations=3, max_iterations=4),
+    )
+
+    # Plan (1), delegate (2): the worker gets the 2 calls left under the cap of 4, no more.
+    assert supervisor.calls == 2 and endless.calls == 2
+    assert result["llmCalls"] == 4
+    assert result["turnStatus"] == "budget_exhausted"
+    stopped = next(
+        m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "delegate"
+    )
+    envelope = json.loads(str(stopped.content))
+    assert stopped.status == "error" and envelope["error"] == "BUDGET_EXHAUSTED"
+    assert envelope["workerLlmCalls"] == 2 and "not done" in envelope["message"]
+    assert [(title, status) for title, status, _, _ in rows_in_db(database)] == [
+        ("Tidy the tasks", "in_progress")
+    ]
+    assert "Tidy the tasks" in str(result["messages"][-1].content)

@@ -1,0 +1,53 @@
+"""Data access for ``todo_continuations``: rows an earlier turn left open, and the links between
+them and their copies in the turn that continued them (``agent.turn.continuation``)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import OPEN_TODO_STATUSES, TodoContinuation, TurnTodo, utc_now_iso
+from storage.repositories.turn_todos import TurnScope
+
+
+class TodoContinuationRepository:
+    """Find what earlier turns left open, and link a row to its copy."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def open_elsewhere(self, scope: TurnScope) -> list[TurnTodo]:
+        """The pending and in-progress rows of the conversation's other turns, turn by turn
+        (the turn whose first row is oldest first), each in its plan order."""
+        statement = (
+            select(TurnTodo)
+            .where(
+                TurnTodo.conversationId == scope.conversation_id,
+                TurnTodo.turnId != scope.turn_id,
+                TurnTodo.status.in_(OPEN_TODO_STATUSES),
+            )
+            .execution_options(populate_existing=True)
+        )
+        rows = list(await self._session.scalars(statement))
+        first_of: dict[str, str] = {}
+        for row in rows:
+            first_of[row.turnId] = min(first_of.get(row.turnId, row.createdAt), row.createdAt)
+        return sorted(
+            rows,
+            key=lambda row: (first_of[row.turnId], row.turnId, row.priority, row.createdAt, row.id),
+        )
+
+    async def link(self, old: TurnTodo, new: TurnTodo) -> None:
+        """Record that ``new`` continues ``old``; a second link of the same old row fails on
+        the primary key (the caller's transaction rolls back)."""
+        self._session.add(
+            TodoContinuation(
+                oldRowId=old.id,
+                newRowId=new.id,
+                conversationId=old.conversationId,
+                fromTurnId=old.turnId,
+                toTurnId=new.turnId,
+                createdAt=utc_now_iso(),
+            )
+        )
+        await self._session.flush()

@@ -1,0 +1,74 @@
+"""Continuing an unfinished plan through ``langgraph dev`` and the real ``langgraph_sdk``: a
+turn that ran out of calls is finished by a run whose input is only ``{"continuePlan": true}``,
+with a larger budget, and no task is added twice."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+
+from tests.dev_server import DevServer
+from tests.fakes import plan_rows
+from tests.http_oracle import plan_view_of
+from tests.scripted_openai import Reply, text, tool_calls
+
+pytestmark = pytest.mark.integration
+
+
+def one_item_per_call(body: dict[str, Any]) -> Reply:
+    """Plans two additions; then adds the task in progress and closes its row in one message."""
+    rows = plan_rows(plan_view_of(body))
+    if not rows:
+        return tool_calls(("create_todo", {"items": [{"title": "bread"}, {"title": "milk"}]}))
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return text("Done.")
+    return tool_calls(
+        ("add_task", {"title": current.title}),
+        ("complete_todo", {"todoId": current.id, "outcome": f"added {current.title}"}),
+    )
+
+
+def titles(server: DevServer) -> list[str]:
+    with closing(sqlite3.connect(server.database)) as connection:
+        return sorted(t for (t,) in connection.execute("SELECT title FROM tasks"))
+
+
+async def test_a_budget_exhausted_turn_is_continued_over_the_sdk(dev_server: DevServer) -> None:
+    dev_server.model.respond_with(one_item_per_call)
+    async with get_client(url=dev_server.url) as client:
+        thread = (await client.threads.create())["thread_id"]
+        first = await client.runs.wait(
+            thread,
+            "supervisor",
+            input={"messages": [{"role": "user", "content": "add bread and milk"}]},
+            context={"base_iterations": 2, "max_iterations": 2},
+        )
+        assert isinstance(first, dict)
+        assert first["turnStatus"] == "budget_exhausted", dev_server.log_tail()
+        assert titles(dev_server) == ["bread"]
+
+        second = await client.runs.wait(
+            thread, "supervisor", input={"continuePlan": True}, context={"base_iterations": 10}
+        )
+        state = await client.threads.get_state(thread)
+
+    assert isinstance(second, dict)
+    assert second["turnStatus"] == "answered", dev_server.log_tail()
+    assert titles(dev_server) == ["bread", "milk"]  # milk once, bread never again
+    (milk,) = second["todos"]
+    assert (milk["title"], milk["status"]) == ("milk", "completed")
+    old = next(todo for todo in first["todos"] if todo["title"] == "milk")
+    assert milk["continuedFrom"] == old["id"]
+    values: Any = state["values"]
+    assert values["todos"][0]["continuedFrom"] == old["id"]
+    assert values["continuePlan"] is False
+    with closing(sqlite3.connect(dev_server.database)) as connection:
+        (outcome,) = connection.execute(
+            "SELECT outcome FROM turn_todos WHERE id = ?", (old["id"],)
+        ).fetchone()
+    assert outcome == f"continued in turn {second['turnId']}"

@@ -1,0 +1,200 @@
+"""Continuing a plan earlier turns left open (issue 30, part 3): on request only, copied into the
+new turn, the old rows closed as continued and linked both ways, nothing done twice."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.context import Context
+from agent.graph import build_graph
+from agent.turn.continuation import continue_open_rows
+from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
+from storage import Database
+from storage.repositories import TurnScope
+from storage.repositories.tasks import TaskRepository
+from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
+
+TITLES = ["alpha", "beta", "gamma"]
+
+
+def latest_request(messages: list[BaseMessage]) -> str:
+    human = [m for m in messages if isinstance(m, HumanMessage) and m.name != "turnplan"]
+    return str(human[-1].content) if human else ""
+
+
+def tasks_model(messages: list[BaseMessage]) -> AIMessage:
+    """Plans one task per title (or continues the open plan when asked to), then adds the task
+    in progress and closes its row in one message; answers when nothing is in progress."""
+    rows = plan_rows(plan_view(messages))
+    if not rows:
+        if "continue" in latest_request(messages).lower():
+            return ai(tool_call("continue_open_todos"))
+        return ai(tool_call("create_todo", items=[{"title": title} for title in TITLES]))
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return AIMessage(content="All done.")
+    return ai(
+        tool_call("add_task", title=current.title),
+        tool_call("complete_todo", todoId=current.id, outcome=f"added {current.title}"),
+    )
+
+
+async def start_and_run_out(database: Database) -> tuple[Any, ScriptedChatModel, dict[str, Any]]:
+    """Turn 1 of thread t: three items, a budget of two calls: only 'alpha' is done."""
+    model = ScriptedChatModel(responder=tasks_model)
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    first = await graph.ainvoke(
+        {"messages": [HumanMessage(content="add alpha, beta and gamma", id="turn-1")]},
+        config,
+        context=Context(user_id="alice", base_iterations=2, max_iterations=2),
+    )
+    assert first["turnStatus"] == "budget_exhausted"
+    assert [todo["status"] for todo in first["todos"]] == ["completed", "in_progress", "pending"]
+    # Nothing was left open before this turn: no note, no tool.
+    assert "continue_open_todos" not in model.offered_tool_names
+    assert "plan item(s) open" not in model.system_prompt(0)
+    return graph, model, config
+
+
+async def task_titles(database: Database) -> list[str]:
+    async with database.session() as session:
+        return sorted(task.title for task in await TaskRepository(session, "alice").find())
+
+
+def assert_continued(result: dict[str, Any]) -> None:
+    """The new turn's plan is the two open items, done, each linked to its old row."""
+    assert result["turnStatus"] == "answered"
+    todos = result["todos"]
+    assert [(todo["title"], todo["status"]) for todo in todos] == [
+        ("beta", "completed"),
+        ("gamma", "completed"),
+    ]
+    assert all(todo["continuedFrom"] for todo in todos)
+
+
+async def old_rows(database: Database, turn_id: str) -> list[dict[str, Any]]:
+    rows, _ = await TurnPlan(database, TurnScope("t", turn_id)).rows()
+    return [row.to_dict() for row in rows]
+
+
+async def test_continue_plan_input_finishes_the_plan_with_nothing_done_twice(
+    database: Database,
+) -> None:
+    graph, _, config = await start_and_run_out(database)
+
+    # No message of its own: the turn is "continue the plan"; a larger budget finishes it.
+    result = await graph.ainvoke(
+        {"continuePlan": True}, config, context=Context(user_id="alice", base_iterations=10)
+    )
+
+    assert_continued(result)
+    assert result["messages"][-1].content == "All done."
+    turn_id = result["turnId"]
+    assert turn_id != "turn-1"
+    assert await task_titles(database) == ["alpha", "beta", "gamma"]  # each exactly once
+    old = await old_rows(database, "turn-1")
+    assert [(row["title"], row["status"]) for row in old] == [
+        ("alpha", "completed"),
+        ("beta", "cancelled"),
+        ("gamma", "cancelled"),
+    ]
+    assert old[1]["outcome"] == old[2]["outcome"] == f"continued in turn {turn_id}"
+    assert old[0]["continuedIn"] is None
+    new_ids = [todo["id"] for todo in result["todos"]]
+    assert [old[1]["continuedIn"], old[2]["continuedIn"]] == new_ids
+    assert [todo["continuedFrom"] for todo in result["todos"]] == [old[1]["id"], old[2]["id"]]
+    # The request to continue was this run's alone: the thread's state no longer asks.
+    assert (await graph.aget_state(config)).values["continuePlan"] is False
+
+
+async def test_the_tool_continues_the_plan_when_the_user_asks(database: Database) -> None:
+    graph, model, config = await start_and_run_out(database)
+    calls_before = model.calls
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(content="please continue the plan", id="turn-2")]},
+        config,
+        context=Context(user_id="alice", base_iterations=10),
+    )
+
+    prompt = model.system_prompt(calls_before)
+    assert "left 2 plan item(s) open ('beta', 'gamma')" in prompt
+    assert "continue_open_todos" in model.offered_tool_names
+    assert_continued(result)
+    assert await task_titles(database) == ["alpha", "beta", "gamma"]
+    called = next(
+        m
+        for m in result["messages"]
+        if isinstance(m, ToolMessage) and m.name == "continue_open_todos"
+    )
+    payload = json.loads(str(called.content))
+    assert [item["title"] for item in payload["continued"]] == ["beta", "gamma"]
+    assert payload["current"]["title"] == "beta"
+    old = await old_rows(database, "turn-1")
+    assert [row["outcome"] for row in old[1:]] == ["continued in turn turn-2"] * 2
+
+
+async def test_nothing_to_continue_is_said_plainly(database: Database) -> None:
+    model = ScriptedChatModel(script=[])  # no model call is needed to say so
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+
+    result = await graph.ainvoke(
+        {"continuePlan": True},
+        {"configurable": {"thread_id": "empty"}},
+        context=Context(user_id="alice"),
+    )
+
+    assert result["turnStatus"] == "answered" and result["todos"] == []
+    assert "no unfinished plan to continue" in str(result["messages"][-1].content)
+    assert model.calls == 0
+
+
+async def test_continuing_again_copies_nothing_twice(database: Database) -> None:
+    earlier = TurnPlan(database, TurnScope("c", "t1"))
+    items = [TodoItemInput(title="one", order=1), TodoItemInput(title="two", order=1)]
+    await earlier.add_items(items, PlanLimits())
+    scope = TurnScope("c", "t2")
+
+    first = await continue_open_rows(database, scope)
+    retried = await continue_open_rows(database, scope)  # the same turn's step run again
+
+    assert [row.title for row in first.copies] == ["one", "two"]
+    # The stage is kept: both rows start together.
+    assert [row.status for row in first.change.rows] == ["in_progress", "in_progress"]
+    assert retried.copies == [] and retried.closed == []
+    assert [row.id for row in retried.change.rows] == [row.id for row in first.copies]
+    old, _ = await earlier.rows()
+    assert {row.status for row in old} == {"cancelled"}
+
+    # A later turn continues the copies, never the rows they were copied from.
+    later = await continue_open_rows(database, TurnScope("c", "t3"))
+    assert [row.continuedFrom for row in later.copies] == [row.id for row in first.copies]  # type: ignore[attr-defined]
+    assert [row.turnId for row in later.closed] == ["t2", "t2"]
+
+
+async def test_an_existing_database_gains_the_continuations_table(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    before = Database(url)
+    await TurnPlan(before, TurnScope("c", "t1")).add_items([TodoItemInput(title="x")], PlanLimits())
+    await before.dispose()
+    with closing(sqlite3.connect(path)) as connection:  # a database made before this table
+        connection.execute("DROP TABLE todo_continuations")
+        connection.commit()
+
+    after = Database(url)
+    continued = await continue_open_rows(after, TurnScope("c", "t2"))
+    await after.dispose()
+
+    assert [row.title for row in continued.copies] == ["x"]
+    with closing(sqlite3.connect(path)) as connection:
+        links = connection.execute("SELECT fromTurnId, toTurnId FROM todo_continuations").fetchall()
+    assert links == [("t1", "t2")]
