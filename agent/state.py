@@ -28,6 +28,12 @@ def extend_or_reset(current: list[dict[str, Any]], update: Any) -> list[dict[str
     return [*current, *update]
 
 
+def add_or_reset(current: int, update: int) -> int:
+    """Reducer for per-turn counters that calls of one step add to side by side: a positive
+    update adds, 0 resets (the ``plan`` node sends 0 when a turn starts)."""
+    return current + update if update else 0
+
+
 @dataclass(kw_only=True)
 class InputState:
     """What a caller sends: the conversation's messages (the newest human message is the turn)."""
@@ -97,6 +103,13 @@ class SupervisorState(InputState):
     ``WORKER_ERROR``). A turn may still answer after one; a non-zero count says to check the
     server log before trusting that answer."""
 
+    verifierCalls: Annotated[int, add_or_reset] = 0
+    """Calls of ``Context.verifier_model`` in this turn (apart from ``llmCalls``)."""
+
+    verifierTokens: Annotated[int, add_or_reset] = 0
+    """Tokens (prompt plus completion) of those calls: the model's usage, else estimated as
+    characters / 4."""
+
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
     UI can refresh."""
@@ -133,5 +146,9 @@ class OutputState:
     """Tool calls that failed through no fault of the model (database, worker)."""
     llmCalls: int = 0
     """LLM calls the turn made."""
+    verifierCalls: Annotated[int, add_or_reset] = 0
+    """Calls of the verifier model the turn made (``Context.verifier_model``)."""
+    verifierTokens: Annotated[int, add_or_reset] = 0
+    """Tokens of those calls."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks the turn changed."""

@@ -33,6 +33,7 @@ from agent.state import SupervisorState
 from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.budget import budget_after_round
 from agent.turn.empty_answer import after_empty_reply
+from agent.turn.evidence import snapshot
 from agent.turn.identity import REMINDER_NAME
 from agent.turn.lineage import claim_next_step, moved_on
 from agent.turn.outcome import (
@@ -99,11 +100,11 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 approval = await ask_for_approval(plan, rows, plan_limits(context))
                 rows, _ = await plan.rows()
             counts = count_rows(rows)
+            todos = await snapshot(deps.database, claim.scope, rows)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
-        todos = [row.to_dict() for row in rows]
         handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
             handed = hand_over(todos, claim.scope, claim.step, rows, shown=True)

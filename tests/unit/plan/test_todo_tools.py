@@ -227,7 +227,9 @@ async def test_list_todo_defaults_to_remaining_items_with_a_summary(tools: list[
         "createdAt",
         "startedAt",
         "completedAt",
+        "evidence",
     }
+    assert item["evidence"] == {"calls": 0, "errors": 0, "tools": []}
 
 
 @pytest.mark.parametrize(
