@@ -4,13 +4,10 @@ progress, and a completion check can keep a row open until the real work was don
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Callable
-from contextlib import closing
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
 from agent.context import Context
@@ -18,7 +15,15 @@ from agent.errors import ErrorCode, ToolFailure
 from agent.graph import build_graph
 from agent.turn.evidence import todo_evidence
 from storage import Database
-from tests.fakes import ScriptedChatModel, ai, tool_call
+from tests.fakes import (
+    act,
+    answer_with,
+    close_row,
+    plan_items,
+    scripted_turn,
+    tool_call,
+    tool_results,
+)
 
 RECORDED: list[str] = []
 
@@ -39,47 +44,6 @@ def broken(note: str) -> str:
 @pytest.fixture(autouse=True)
 def _clear_recorded() -> None:
     RECORDED.clear()
-
-
-Step = Callable[[list[str]], AIMessage]
-"""The model's next message, given the ids of the turn's rows in plan order."""
-
-
-def plan(*items: dict[str, Any]) -> Step:
-    return lambda _: ai(tool_call("create_todo", items=list(items)))
-
-
-def close(index: int = 0, outcome: str = "done", status: str = "completed") -> Step:
-    return lambda ids: ai(
-        tool_call("complete_todo", todoId=ids[index], outcome=outcome, status=status)
-    )
-
-
-def do(*calls: dict[str, Any]) -> Step:
-    return lambda _: ai(*calls)
-
-
-def answer(text: str = "Done.") -> Step:
-    return lambda _: AIMessage(content=text)
-
-
-def scripted(database: Database, *steps: Step) -> ScriptedChatModel:
-    """A model that plays ``steps`` in order, each given the plan's row ids."""
-    queue = list(steps)
-    path = database.url.split("///", 1)[1]
-
-    def respond(_: list[BaseMessage]) -> AIMessage:
-        with closing(sqlite3.connect(path)) as connection:
-            rows = connection.execute(
-                "SELECT id FROM turn_todos ORDER BY priority, createdAt"
-            ).fetchall()
-        return queue.pop(0)([row_id for (row_id,) in rows])
-
-    return ScriptedChatModel(responder=respond)
-
-
-def tool_results(result: dict[str, Any], name: str) -> list[ToolMessage]:
-    return [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == name]
 
 
 async def run(graph: Any, context: Context | None = None) -> dict[str, Any]:
@@ -107,13 +71,13 @@ async def recorded_for_real_async(
 async def test_a_check_refuses_the_close_until_the_real_tool_was_called(
     database: Database, check: Any
 ) -> None:
-    model = scripted(
+    model = scripted_turn(
         database,
-        plan({"title": "Record milk"}),
-        close(outcome="recorded milk"),  # too early: nothing was done
-        do(tool_call("record", note="milk")),
-        close(outcome="recorded milk"),
-        answer(),
+        plan_items({"title": "Record milk"}),
+        close_row(outcome="recorded milk"),  # too early: nothing was done
+        act(tool_call("record", note="milk")),
+        close_row(outcome="recorded milk"),
+        answer_with(),
     )
     graph = build_graph(
         model,
@@ -149,13 +113,13 @@ async def test_checks_follow_the_agent_type_and_cancelling_is_never_checked(
         seen.append(row["title"])
         return "no sources cited"
 
-    model = scripted(
+    model = scripted_turn(
         database,
-        plan({"title": "Chat"}, {"title": "Research", "agentType": "research"}),
-        close(0),  # no check for rows without that agentType
-        close(1),
-        close(1, outcome="could not find sources", status="cancelled"),
-        answer(),
+        plan_items({"title": "Chat"}, {"title": "Research", "agentType": "research"}),
+        close_row(0),  # no check for rows without that agentType
+        close_row(1),
+        close_row(1, outcome="could not find sources", status="cancelled"),
+        answer_with(),
     )
     graph = build_graph(
         model,
@@ -177,13 +141,13 @@ async def test_a_check_that_raises_is_an_operator_fault_and_the_row_stays_open(
     def crashing(row: dict[str, Any], evidence: list[dict[str, Any]]) -> str | None:
         raise KeyError("rubric")
 
-    model = scripted(
+    model = scripted_turn(
         database,
-        plan({"title": "Record milk"}),
-        do(tool_call("record", note="milk")),
-        close(),
-        close(outcome="could not be verified", status="cancelled"),
-        answer("I recorded milk, but the check that verifies it is broken."),
+        plan_items({"title": "Record milk"}),
+        act(tool_call("record", note="milk")),
+        close_row(),
+        close_row(outcome="could not be verified", status="cancelled"),
+        answer_with("I recorded milk, but the check that verifies it is broken."),
     )
     graph = build_graph(
         model,
@@ -207,16 +171,16 @@ async def test_a_check_that_raises_is_an_operator_fault_and_the_row_stays_open(
 async def test_evidence_is_shared_by_a_stage_and_shown_in_list_todo_and_state(
     database: Database,
 ) -> None:
-    model = scripted(
+    model = scripted_turn(
         database,
-        plan({"title": "Milk", "order": 1}, {"title": "Eggs", "order": 1}, {"title": "Tidy"}),
-        do(tool_call("record", note="milk"), tool_call("broken", note="eggs")),
-        do(tool_call("record", note="eggs")),
-        close(0),
-        close(1),
-        do(tool_call("list_todo", status="all")),
-        close(2),
-        answer(),
+        plan_items({"title": "Milk", "order": 1}, {"title": "Eggs", "order": 1}, {"title": "Tidy"}),
+        act(tool_call("record", note="milk"), tool_call("broken", note="eggs")),
+        act(tool_call("record", note="eggs")),
+        close_row(0),
+        close_row(1),
+        act(tool_call("list_todo", status="all")),
+        close_row(2),
+        answer_with(),
     )
     graph = build_graph(
         model, tools=[record, broken], database=database, include_default_tools=False
