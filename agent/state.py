@@ -103,6 +103,11 @@ class SupervisorState(InputState):
     ``WORKER_ERROR``). A turn may still answer after one; a non-zero count says to check the
     server log before trusting that answer."""
 
+    evidenceLog: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
+    """Tool calls recorded as evidence since ``todos`` was last written, as
+    ``{"todoIds", "tool", "isError"}``: the next snapshot folds them into its rows' ``evidence``
+    summaries and empties it (``agent.turn.evidence``)."""
+
     verifierCalls: Annotated[int, add_or_reset] = 0
     """Calls of ``Context.verifier_model`` in this turn (apart from ``llmCalls``)."""
 

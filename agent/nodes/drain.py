@@ -33,7 +33,7 @@ from agent.state import SupervisorState
 from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.budget import budget_after_round
 from agent.turn.empty_answer import after_empty_reply
-from agent.turn.evidence import snapshot
+from agent.turn.evidence import folded_snapshot
 from agent.turn.identity import REMINDER_NAME
 from agent.turn.lineage import claim_next_step, moved_on
 from agent.turn.outcome import (
@@ -100,11 +100,11 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 approval = await ask_for_approval(plan, rows, plan_limits(context))
                 rows, _ = await plan.rows()
             counts = count_rows(rows)
-            todos = await snapshot(deps.database, claim.scope, rows)
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
+        todos = folded_snapshot(rows, state.todos, state.evidenceLog)
         handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
             handed = hand_over(todos, claim.scope, claim.step, rows, shown=True)
@@ -112,6 +112,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             **claim.update(),
             **handed,
             "todos": todos,
+            "evidenceLog": [],
             "toolErrors": operator_faults(state.messages, state.turnMessageId),
             **approval,
             **result,

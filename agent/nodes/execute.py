@@ -30,7 +30,7 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
 from agent.turn.budget import budget_after_round
-from agent.turn.evidence import snapshot
+from agent.turn.evidence import folded_snapshot
 from agent.turn.lineage import claim_next_step
 from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
@@ -64,11 +64,8 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             # The state's plan may be behind these rows: the tools step could not leave a
             # snapshot of them (a call that failed before it ran, a read instead of a
             # hand-over), or this is a fork, whose rows are new copies with ids of their own.
-            try:
-                todos = await snapshot(deps.database, claim.scope, claim.rows)
-            except ToolFailure as failure:
-                return end_turn_with_failure(failure.message, None)
-            update["todos"] = todos
+            todos = folded_snapshot(claim.rows, state.todos, state.evidenceLog)
+            update.update(todos=todos, evidenceLog=[])
             shown = True
         if claim.rows is not None and tools_ran:
             budget = budget_after_round(

@@ -125,6 +125,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "toolErrors": 0,
             "verifierCalls": 0,
             "verifierTokens": 0,
+            "evidenceLog": [],
             "modifiedTasks": [],
         }
         try:

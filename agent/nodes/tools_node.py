@@ -51,7 +51,7 @@ from agent.turn.call_ledger import (
     record_result,
     recorded_results,
 )
-from agent.turn.evidence import record_call, turn_summaries, with_evidence
+from agent.turn.evidence import EvidenceEntry, folded_snapshot, record_call
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
@@ -156,20 +156,34 @@ async def _with_plan_snapshot(
             rows, _ = await TurnPlan(database, scope).rows()
         except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
             return result
-    try:
-        summaries = await turn_summaries(database, scope)
-    except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
-        return result
-    todos = with_evidence([row.to_dict() for row in rows], summaries)
+    # The calls of this message written before this one have returned and logged their
+    # evidence here; their own updates come before this one's, which empties the log.
+    logged = [*(values.get("evidenceLog") or []), *message_memo().get(EVIDENCE_MEMO, [])]
+    todos = folded_snapshot(rows, values.get("todos"), logged)
     if carried is not None:  # the next step finds them under the snapshot
         carried.hand(todos, scope, step, rows, shown=True)
+    snapshot = {"todos": todos, "evidenceLog": []}
     if isinstance(result, Command):  # complete_todo with the verifier model's usage
         update = result.update if isinstance(result.update, dict) else {}
-        return Command(update={**update, "todos": todos})
-    return Command(update={"messages": [result], "todos": todos})
+        return Command(update={**update, **snapshot})
+    return Command(update={"messages": [result], **snapshot})
+
+
+def _with_evidence_entry(result: ToolResult, entry: EvidenceEntry | None) -> ToolResult:
+    """The call's result with its evidence entry added to the state's ``evidenceLog`` (and to
+    the message's memo, for a plan snapshot later in the same message)."""
+    if entry is None:
+        return result
+    memo = message_memo()
+    memo.setdefault(EVIDENCE_MEMO, []).append(entry)
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        return Command(update={**update, "evidenceLog": [entry]})
+    return Command(update={"messages": [result], "evidenceLog": [entry]})
 
 
 GATE_MEMO = "supervisor_call_gate"
+EVIDENCE_MEMO = "supervisor_call_evidence"
 RECORDS_MEMO = "supervisor_call_records"
 
 
@@ -295,10 +309,13 @@ def build_supervisor_tools_node(
                     database, scope, record_id, name, arguments, failed, is_error=True
                 )
             raise
+        entry = None
         if evidence:
             is_error = isinstance(result, ToolMessage) and result.status == "error"
             text = output_text(result)
-            await record_call(database, scope, record_id, name, arguments, text, is_error=is_error)
+            entry = await record_call(
+                database, scope, record_id, name, arguments, text, is_error=is_error
+            )
         if (
             isinstance(result, ToolMessage)
             and result.status != "error"
@@ -317,6 +334,7 @@ def build_supervisor_tools_node(
                     scope.turn_id,
                     result.content,
                 )
+        result = _with_evidence_entry(result, entry)
         return await _with_plan_snapshot(database, request, issuer, result)
 
     return SupervisorToolNode(catalog.static_tools, inner=supervised, defaults=defaults)

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from agent.errors import database_failure
 from storage import Database
 from storage.models import TodoEvidence, TurnTodo, utc_now_iso
-from storage.repositories import TodoEvidenceRepository, TurnScope, record_for_rows_in_progress
+from storage.repositories import TodoEvidenceRepository, TurnScope
 
 logger = logging.getLogger("agent.tools")
 
@@ -88,6 +88,10 @@ async def todo_evidence(
     return [entry.to_dict() for entry in entries]
 
 
+EvidenceEntry = dict[str, Any]
+"""One recorded call in the state's ``evidenceLog``: ``{"todoIds", "tool", "isError"}``."""
+
+
 async def record_call(
     database: Database,
     scope: TurnScope,
@@ -97,22 +101,26 @@ async def record_call(
     result: str,
     *,
     is_error: bool,
-) -> None:
-    """Record a call that returned as evidence of the rows in progress. A store that fails
-    here is logged, not raised: the call has happened, and its result must reach the model."""
+) -> EvidenceEntry | None:
+    """Record a call that returned as evidence of the rows in progress; the entry for the
+    state's ``evidenceLog``, or None when no row was in progress (or the call was recorded
+    already). A store that fails here is logged, not raised: the call has happened, and its
+    result must reach the model."""
     if not (scope.conversation_id and scope.turn_id and call_id):
-        return
+        return None
     try:
-        await record_for_rows_in_progress(
-            database,
-            scope,
-            call_id=call_id,
-            tool=tool,
-            arguments=json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=str),
-            result=result,
-            is_error=is_error,
-            at=utc_now_iso(),
-        )
+        async with database.session() as session:
+            todo_ids = await TodoEvidenceRepository(session).record_for_rows_in_progress(
+                scope,
+                call_id=call_id,
+                tool=tool,
+                arguments=json.dumps(
+                    dict(arguments), ensure_ascii=False, sort_keys=True, default=str
+                ),
+                result=result,
+                is_error=is_error,
+                at=utc_now_iso(),
+            )
     except (SQLAlchemyError, OSError):
         logger.warning(
             "evidence of tool %s not recorded (conversation %s, turn %s)",
@@ -121,6 +129,44 @@ async def record_call(
             scope.turn_id,
             exc_info=True,
         )
+        return None
+    if not todo_ids:
+        return None
+    return {"todoIds": todo_ids, "tool": tool, "isError": is_error}
+
+
+def fold(
+    previous: Sequence[Mapping[str, Any]] | None, entries: Sequence[EvidenceEntry] | None
+) -> dict[str, EvidenceSummary]:
+    """The summaries of the snapshot ``previous`` (the state's ``todos``) with the calls logged
+    since (``entries``) added, by row id."""
+    summaries: dict[str, EvidenceSummary] = {}
+    for todo in previous or ():
+        carried = todo.get("evidence")
+        if isinstance(carried, Mapping):
+            summaries[str(todo.get("id"))] = {
+                "calls": int(carried.get("calls") or 0),
+                "errors": int(carried.get("errors") or 0),
+                "tools": list(carried.get("tools") or []),
+            }
+    for entry in entries or ():
+        for todo_id in entry.get("todoIds") or ():
+            summary = summaries.setdefault(str(todo_id), empty_summary())
+            summary["calls"] += 1
+            summary["errors"] += int(bool(entry.get("isError")))
+            if entry.get("tool") not in summary["tools"]:
+                summary["tools"].append(entry.get("tool"))
+    return summaries
+
+
+def folded_snapshot(
+    rows: Sequence[TurnTodo],
+    previous: Sequence[Mapping[str, Any]] | None,
+    entries: Sequence[EvidenceEntry] | None,
+) -> list[dict[str, Any]]:
+    """The state's ``todos`` for these rows, their summaries folded from the snapshot before
+    and the log since (no read); the caller empties ``evidenceLog`` in the same update."""
+    return with_evidence([row.to_dict() for row in rows], fold(previous, entries))
 
 
 async def snapshot(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy import Boolean, Text, bindparam, exists, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import ReturningInsert
 
-from storage.engine import Database
 from storage.models import TodoEvidence, TurnTodo
 from storage.repositories.turn_todos import TurnScope
 
 
-def _record_for_rows_in_progress() -> object:
+def _record_for_rows_in_progress() -> ReturningInsert[tuple[str]]:
     """One statement: a row of evidence for every row of the turn in progress now, unless this
     call is recorded for it already (a call run again after a crash). Reading the rows in the
     statement that writes makes "in progress" the database's answer at the moment the call
@@ -47,46 +47,49 @@ def _record_for_rows_in_progress() -> object:
         "isError",
         "createdAt",
     ]
-    return insert(TodoEvidence).from_select(columns, rows)
+    return insert(TodoEvidence).from_select(columns, rows).returning(TodoEvidence.todoId)
 
 
 # Built once: the statement runs after every domain tool call of a planned turn.
 _RECORD_FOR_ROWS_IN_PROGRESS = _record_for_rows_in_progress()
 
 
-async def record_for_rows_in_progress(
-    database: Database,
-    scope: TurnScope,
-    *,
-    call_id: str,
-    tool: str,
-    arguments: str,
-    result: str,
-    is_error: bool,
-    at: str,
-) -> int:
-    """Record one call as evidence of every row of the turn in progress, as a transaction of
-    its own (``Database.write_alone``); returns how many rows it was recorded for."""
-    return await database.write_alone(
-        _RECORD_FOR_ROWS_IN_PROGRESS,  # type: ignore[arg-type]
-        {
-            "conversation": scope.conversation_id,
-            "turn": scope.turn_id,
-            "call": call_id,
-            "tool": tool,
-            "arguments": arguments,
-            "result": result,
-            "is_error": is_error,
-            "at": at,
-        },
-    )
-
-
 class TodoEvidenceRepository:
-    """Read a row's evidence, or the evidence of a whole turn."""
+    """Record a call against the rows in progress; read a row's evidence, or a turn's."""
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
+
+    async def record_for_rows_in_progress(
+        self,
+        scope: TurnScope,
+        *,
+        call_id: str,
+        tool: str,
+        arguments: str,
+        result: str,
+        is_error: bool,
+        at: str,
+    ) -> list[str]:
+        """Record one call as evidence of every row of the turn in progress; returns the ids of
+        the rows it was recorded for (none when it was recorded already)."""
+        # Core on the session's connection: the ORM would take the parameters for a bulk
+        # insert of objects, and nothing reads these rows back as objects.
+        connection = await self._session.connection()
+        found = await connection.execute(
+            _RECORD_FOR_ROWS_IN_PROGRESS,
+            {
+                "conversation": scope.conversation_id,
+                "turn": scope.turn_id,
+                "call": call_id,
+                "tool": tool,
+                "arguments": arguments,
+                "result": result,
+                "is_error": is_error,
+                "at": at,
+            },
+        )
+        return [str(todo_id) for todo_id in found.scalars()]
 
     async def for_todo(self, conversation_id: str, todo_id: str) -> list[TodoEvidence]:
         """The calls made while the row was in progress, in the order they returned. Scoped by
