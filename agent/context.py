@@ -164,6 +164,16 @@ class Context:
         },
     )
 
+    verifier_model: str | None = field(
+        default=None,
+        metadata={
+            "description": "A model (any string `model` accepts) that judges, without tools, "
+            "each row with completion criteria against its criteria and evidence before it "
+            "closes; a refusal leaves the row open (COMPLETION_REFUSED). Its calls and tokens "
+            "are counted apart (verifierCalls, verifierTokens). Empty: off."
+        },
+    )
+
     _given: ClassVar[frozenset[str]] = frozenset()
     """The settings the caller named (an instance keeps its own): they override the defaults
     ``build_graph(context=...)`` gives, field by field (``run_settings``)."""

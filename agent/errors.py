@@ -41,9 +41,22 @@ class ErrorCode(StrEnum):
     BLOCKED = "BLOCKED"
     """A row was completed or delegated while rows it waits for (``blockedBy``) are still open;
     the error names them (issue 30)."""
+    COMPLETION_REFUSED = "COMPLETION_REFUSED"
+    """A completion check (``build_graph(completion_checks=...)`` or ``Context.verifier_model``)
+    refused to close the row; it stays open and the message carries the check's reason."""
+    COMPLETION_CHECK_FAILED = "COMPLETION_CHECK_FAILED"
+    """A completion check raised, or the verifier model could not be reached: the operator's
+    fault, not the model's; the row stays open."""
 
 
-OPERATOR_FAULTS = frozenset({ErrorCode.DATABASE_ERROR, ErrorCode.WORKER_ERROR, ErrorCode.MCP_ERROR})
+OPERATOR_FAULTS = frozenset(
+    {
+        ErrorCode.DATABASE_ERROR,
+        ErrorCode.WORKER_ERROR,
+        ErrorCode.MCP_ERROR,
+        ErrorCode.COMPLETION_CHECK_FAILED,
+    }
+)
 """Failures that are not the model's doing: an operator should hear of them."""
 
 

@@ -30,6 +30,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Checkpointer
 
 from agent.calls.catalog import ToolCatalog, Toolset
+from agent.calls.completion import CompletionCheck
 from agent.context import BUILTIN_TOOLSETS, Context, ContextDefaults, run_settings
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
@@ -116,6 +117,7 @@ def build_graph(
     mcp_servers: Mapping[str, Connection] | McpTools | None = None,
     context: ContextDefaults | None = None,
     prompts_dir: str | Path | None = None,
+    completion_checks: Mapping[str, CompletionCheck] | None = None,
 ) -> SupervisorGraph:
     """Compile the supervisor.
 
@@ -138,6 +140,9 @@ def build_graph(
     ``prompts_dir``: a folder of prompt files that replace the shipped ones file by file
     (default: ``TURNPLAN_PROMPTS_DIR``, else none); checked here, so a file the code could not
     fill in fails the build with ``prompts.PromptFolderError`` (docs/prompts.md).
+    ``completion_checks``: ``{agentType or "*": check}``; ``check(row, evidence)``, sync or
+    async, returns None to let a row close as completed or a reason to keep it open
+    (``COMPLETION_REFUSED``); see ``agent.calls.completion``.
     """
     prompts = Prompts.at(prompts_dir)
     prompts.check()
@@ -145,7 +150,7 @@ def build_graph(
     registry = WorkerRegistry(workers or ())
     catalog = ToolCatalog(
         core=[
-            *build_todo_tools(db),
+            *build_todo_tools(db, completion_checks),
             build_continue_tool(db),
             build_ask_user_tool(db),
             *delegation_tools(registry, db),

@@ -34,6 +34,12 @@ def extend_or_reset(current: list[dict[str, Any]], update: Any) -> list[dict[str
     return [*current, *update]
 
 
+def add_or_reset(current: int, update: int) -> int:
+    """Reducer for per-turn counters that calls of one step add to side by side: a positive
+    update adds, 0 resets (the ``plan`` node sends 0 when a turn starts)."""
+    return current + update if update else 0
+
+
 @dataclass(kw_only=True)
 class InputState:
     """What a caller sends: the conversation's messages (the newest human message is the turn)."""
@@ -291,6 +297,36 @@ class SupervisorState(InputState):
     run side by side in one round, so each adds its own entry instead of writing ``llmCalls``).
     ``execute`` adds them to ``llmCalls`` after the round and empties the list: a worker's calls
     count against the turn's budget like the supervisor's own."""
+    evidenceLog: Annotated[
+        list[dict[str, Any]],
+        Field(
+            description=(
+                "Tool calls recorded as evidence since `todos` was last written, as "
+                '`{"todoIds", "tool", "isError"}`: the next snapshot folds them into its rows\' '
+                "`evidence` summaries and empties it (`agent.turn.evidence`)."
+            )
+        ),
+        extend_or_reset,
+    ] = field(default_factory=list)
+
+    verifierCalls: Annotated[
+        int,
+        Field(
+            description="Calls of `Context.verifier_model` in this turn (apart from `llmCalls`)."
+        ),
+        add_or_reset,
+    ] = 0
+
+    verifierTokens: Annotated[
+        int,
+        Field(
+            description=(
+                "Tokens (prompt plus completion) of those calls: the model's usage, else "
+                "estimated as characters / 4."
+            )
+        ),
+        add_or_reset,
+    ] = 0
 
     # What one step of a run hands to the next so the next need not read the database. These
     # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
@@ -378,3 +414,13 @@ class OutputState:
         dict[str, Any] | None,
         Field(description="What this run's `planEdits` did (see SupervisorState)."),
     ] = None
+    verifierCalls: Annotated[
+        int,
+        Field(description="Calls of the verifier model the turn made (`Context.verifier_model`)."),
+        add_or_reset,
+    ] = 0
+    verifierTokens: Annotated[
+        int,
+        Field(description="Tokens of those calls."),
+        add_or_reset,
+    ] = 0

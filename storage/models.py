@@ -30,6 +30,7 @@ keeps seed 004's DDL; ``create_all`` adds it to databases that already exist.
 ``todo_continuations`` links a row left open by an earlier turn to its copy in the turn that
 continued the plan (``agent.turn.continuation``); every row read carries both ends of its links
 (``continuedFrom``, ``continuedIn``) without a query of its own.
+``todo_evidence`` holds, for each plan row, the tool calls made while it was in progress.
 
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
@@ -37,6 +38,7 @@ personal-task tool. Their columns are snake_case because their seeds name them t
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import (
@@ -406,4 +408,44 @@ class TurnRowUsage(Base):
             "promptTokens": self.promptTokens,
             "completionTokens": self.completionTokens,
             "estimated": self.estimated,
+        }
+
+
+class TodoEvidence(Base):
+    """One tool call made while a plan row was in progress: the row's evidence (issue 29).
+
+    A call made while several rows were in progress (a stage) is evidence for each of them, one
+    row here per plan row. ``toolCallId`` is the call's ledger id (``tool_results``), so a call
+    run again after a crash is recorded once. ``arguments`` is the JSON the model sent;
+    ``result`` the text the call returned, or its error envelope when ``isError``.
+    """
+
+    __tablename__ = "todo_evidence"
+    __table_args__ = (
+        Index("idx_todo_evidence_todo", "conversationId", "todoId"),
+        Index("idx_todo_evidence_turn", "conversationId", "turnId"),
+    )
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    toolCallId: Mapped[str] = mapped_column(Text, primary_key=True)
+    todoId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, nullable=False)
+    toolName: Mapped[str] = mapped_column(Text, nullable=False)
+    arguments: Mapped[str] = mapped_column(Text, nullable=False)
+    result: Mapped[str] = mapped_column(Text, nullable=False)
+    isError: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+    def to_dict(self) -> dict[str, object]:
+        """The call as completion checks and the evidence query show it."""
+        try:
+            arguments = json.loads(self.arguments)
+        except ValueError:
+            arguments = self.arguments
+        return {
+            "tool": self.toolName,
+            "args": arguments,
+            "result": self.result,
+            "isError": self.isError,
+            "at": self.createdAt,
         }

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import re
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from importlib.machinery import ModuleSpec
 from typing import Any, TypeVar
@@ -17,10 +19,12 @@ from typing import Any, TypeVar
 import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field
+
+from storage import Database
 
 Reply = AIMessage | Exception
 Responder = Callable[[list[BaseMessage]], Reply]
@@ -279,3 +283,46 @@ def pretend_llama_cpp_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
         return None if name == "llama_cpp" else real_find_spec(name, package)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+# --- a scripted turn that refers to the plan's rows by position --------------------------------
+
+Step = Callable[[list[str]], AIMessage]
+"""The model's next message, given the ids of the turn's rows in plan order."""
+
+
+def plan_items(*items: dict[str, Any]) -> Step:
+    return lambda _: ai(tool_call("create_todo", items=list(items)))
+
+
+def close_row(index: int = 0, outcome: str = "done", status: str = "completed") -> Step:
+    return lambda ids: ai(
+        tool_call("complete_todo", todoId=ids[index], outcome=outcome, status=status)
+    )
+
+
+def act(*calls: dict[str, Any]) -> Step:
+    return lambda _: ai(*calls)
+
+
+def answer_with(text: str = "Done.") -> Step:
+    return lambda _: AIMessage(content=text)
+
+
+def scripted_turn(database: Database, *steps: Step) -> ScriptedChatModel:
+    """A model that plays ``steps`` in order, each given the plan's row ids."""
+    queue = list(steps)
+    path = database.url.split("///", 1)[1]
+
+    def respond(_: list[BaseMessage]) -> AIMessage:
+        with closing(sqlite3.connect(path)) as connection:
+            rows = connection.execute(
+                "SELECT id FROM turn_todos ORDER BY priority, createdAt"
+            ).fetchall()
+        return queue.pop(0)([row_id for (row_id,) in rows])
+
+    return ScriptedChatModel(responder=respond)
+
+
+def tool_results(result: dict[str, Any], name: str) -> list[ToolMessage]:
+    return [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == name]

@@ -34,6 +34,7 @@ from agent.state import SupervisorState
 from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.budget import budget_after_round
 from agent.turn.empty_answer import after_empty_reply
+from agent.turn.evidence import folded_snapshot
 from agent.turn.identity import REMINDER_NAME
 from agent.turn.lineage import claim_next_step, moved_on
 from agent.turn.outcome import (
@@ -108,7 +109,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         if result.get("turnStatus", "running") != "running":
             await store_row_usage(deps.database, claim.scope, state.rowUsage, state.usageEstimated)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
-        todos = todos_with_usage([row.to_dict() for row in rows], state.rowUsage)
+        todos = todos_with_usage(
+            folded_snapshot(rows, state.todos, state.evidenceLog), state.rowUsage
+        )
         handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
             handed = hand_over(todos, claim.scope, claim.step, rows, shown=True)
@@ -116,6 +119,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             **claim.update(),
             **handed,
             "todos": todos,
+            "evidenceLog": [],
             "toolErrors": operator_faults(state.messages, state.turnMessageId),
             **approval,
             **result,

@@ -33,6 +33,7 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
 from agent.turn.budget import budget_after_round
+from agent.turn.evidence import folded_snapshot
 from agent.turn.idle import judge_round, repeated_summary
 from agent.turn.lineage import claim_next_step
 from agent.turn.outcome import stalled_idle_message
@@ -58,7 +59,10 @@ def _stalled(
     message = AIMessage(content=stalled_idle_message(rows, rounds, repeated_summary(calls)))
     return {
         **NOTHING_HANDED,
-        "todos": todos_with_usage([row.to_dict() for row in rows], state.rowUsage),
+        "todos": todos_with_usage(
+            folded_snapshot(rows, state.todos, state.evidenceLog), state.rowUsage
+        ),
+        "evidenceLog": [],
         "messages": [message],
         "turnStatus": "stalled",
     }
@@ -84,8 +88,8 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             # The state's plan may be behind these rows: the tools step could not leave a
             # snapshot of them (a call that failed before it ran, a read instead of a
             # hand-over), or this is a fork, whose rows are new copies with ids of their own.
-            todos = [row.to_dict() for row in claim.rows]
-            update["todos"] = todos
+            todos = folded_snapshot(claim.rows, state.todos, state.evidenceLog)
+            update.update(todos=todos, evidenceLog=[])
             shown = True
         llm_calls = state.llmCalls
         if state.workerLlmCalls:

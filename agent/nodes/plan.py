@@ -219,6 +219,9 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "catchUpTo": 0,
             "todos": [],
             "toolErrors": 0,
+            "verifierCalls": 0,
+            "verifierTokens": 0,
+            "evidenceLog": [],
             "modifiedTasks": [],
             "workerLlmCalls": [],
         }

@@ -42,14 +42,16 @@ from agent.calls.ordering import (
 )
 from agent.context import ContextDefaults, run_settings
 from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
-from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
+from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
 from agent.turn.call_ledger import (
     CallAlreadyRecorded,
     RecordBatch,
+    output_text,
     record_result,
     recorded_results,
 )
+from agent.turn.evidence import EvidenceEntry, folded_snapshot, record_call
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_rows import TurnPlan
@@ -134,7 +136,7 @@ async def _with_plan_snapshot(
     rows; any other result as it is. The rows are the ones the last writing call handed over
     (``agent.turn.rows_handoff.StepRows``), else read: a replay or a failure hands nothing
     over."""
-    if issuer is None or not isinstance(result, ToolMessage):
+    if issuer is None or not isinstance(result, ToolMessage | Command):
         return result
     changes = [
         position
@@ -156,13 +158,34 @@ async def _with_plan_snapshot(
             rows, _ = await TurnPlan(database, scope).rows()
         except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
             return result
-    todos = [row.to_dict() for row in rows]
+    # The calls of this message written before this one have returned and logged their
+    # evidence here; their own updates come before this one's, which empties the log.
+    logged = [*(values.get("evidenceLog") or []), *message_memo().get(EVIDENCE_MEMO, [])]
+    todos = folded_snapshot(rows, values.get("todos"), logged)
     if carried is not None:  # the next step finds them under the snapshot
         carried.hand(todos, scope, step, rows, shown=True)
-    return Command(update={"messages": [result], "todos": todos})
+    snapshot = {"todos": todos, "evidenceLog": []}
+    if isinstance(result, Command):  # complete_todo with the verifier model's usage
+        update = result.update if isinstance(result.update, dict) else {}
+        return Command(update={**update, **snapshot})
+    return Command(update={"messages": [result], **snapshot})
+
+
+def _with_evidence_entry(result: ToolResult, entry: EvidenceEntry | None) -> ToolResult:
+    """The call's result with its evidence entry added to the state's ``evidenceLog`` (and to
+    the message's memo, for a plan snapshot later in the same message)."""
+    if entry is None:
+        return result
+    memo = message_memo()
+    memo.setdefault(EVIDENCE_MEMO, []).append(entry)
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        return Command(update={**update, "evidenceLog": [entry]})
+    return Command(update={"messages": [result], "evidenceLog": [entry]})
 
 
 GATE_MEMO = "supervisor_call_gate"
+EVIDENCE_MEMO = "supervisor_call_evidence"
 RECORDS_MEMO = "supervisor_call_records"
 
 
@@ -265,6 +288,8 @@ def build_supervisor_tools_node(
         _refuse_before_approval(request, issuer)
         _one_question_per_message(request, issuer)
         request = await _run_tool(request, catalog)
+        evidence = name not in TODO_TOOL_NAMES
+        arguments = request.tool_call.get("args") or {}
         try:
             result = await execute(request)
         except (GraphBubbleUp, asyncio.CancelledError):
@@ -273,7 +298,7 @@ def build_supervisor_tools_node(
             recorded = await recorded_results(database, scope.conversation_id, [record_id])
             replayed = recorded[record_id].as_tool_result(call_id)
             return await _with_plan_snapshot(database, request, issuer, replayed)
-        except Exception:
+        except Exception as error:
             logger.warning(
                 "tool %s raised (conversation %s, turn %s)",
                 name,
@@ -281,7 +306,19 @@ def build_supervisor_tools_node(
                 scope.turn_id,
                 exc_info=True,
             )
+            if evidence:
+                failed = f"{type(error).__name__}: {error}"
+                await record_call(
+                    database, scope, record_id, name, arguments, failed, is_error=True
+                )
             raise
+        entry = None
+        if evidence:
+            is_error = isinstance(result, ToolMessage) and result.status == "error"
+            text = output_text(result)
+            entry = await record_call(
+                database, scope, record_id, name, arguments, text, is_error=is_error
+            )
         if (
             isinstance(result, ToolMessage)
             and result.status != "error"
@@ -300,6 +337,7 @@ def build_supervisor_tools_node(
                     scope.turn_id,
                     result.content,
                 )
+        result = _with_evidence_entry(result, entry)
         return await _with_plan_snapshot(database, request, issuer, result)
 
     return SupervisorToolNode(catalog.static_tools, inner=supervised, defaults=defaults)

@@ -8,12 +8,18 @@ anything the model sends for them is ignored. Outputs use seed 004's camelCase f
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.types import Command
 
+from agent.calls.completion import CompletionCheck, RowJudge
+from agent.errors import ToolFailure, tool_error_content
 from agent.tool_names import TODO_TOOL_NAMES
 from agent.tools.runtime import ToolRuntimeT, call_key, run_context, state_value, turn_scope
+from agent.turn.evidence import snapshot
 from agent.turn.plan_rows import (
     PlanChange,
     PlanLimits,
@@ -146,8 +152,36 @@ def _hand_rows(runtime: ToolRuntimeT, scope: TurnScope, change: PlanChange) -> N
         carried.hand(state_value(runtime, "todos"), scope, step, change.rows)
 
 
-def build_todo_tools(database: Database) -> list[BaseTool]:
-    """The three turn-todo tools, reading and writing ``turn_todos`` in ``database``."""
+def _with_verifier_usage(
+    runtime: ToolRuntimeT,
+    judge: RowJudge,
+    content: str,
+    status: Literal["success", "error"] = "success",
+) -> Command[Any]:
+    """``complete_todo``'s result with the verifier model's calls and tokens added to the
+    turn's counters (``verifierCalls``, ``verifierTokens``)."""
+    message = ToolMessage(
+        content=content,
+        tool_call_id=runtime.tool_call_id or "",
+        name="complete_todo",
+        status=status,
+    )
+    return Command(
+        update={
+            "messages": [message],
+            "verifierCalls": judge.verifier_calls,
+            "verifierTokens": judge.verifier_tokens,
+        }
+    )
+
+
+def build_todo_tools(
+    database: Database, completion_checks: Mapping[str, CompletionCheck] | None = None
+) -> list[BaseTool]:
+    """The three turn-todo tools, reading and writing ``turn_todos`` in ``database``.
+    ``completion_checks``: what a row must pass before ``complete_todo`` closes it as completed
+    (``agent.calls.completion``)."""
+    checks = dict(completion_checks or {})
 
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
@@ -174,7 +208,8 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         else:
             statuses = [status]
         rows, counts = await plan.rows(statuses)
-        return _dumps({"items": [row.to_dict() for row in rows], "summary": counts.summary()})
+        items = await snapshot(database, plan.scope, rows)
+        return _dumps({"items": items, "summary": counts.summary()})
 
     @tool
     async def complete_todo(
@@ -182,17 +217,29 @@ def build_todo_tools(database: Database) -> list[BaseTool]:
         outcome: str,
         runtime: ToolRuntimeT,
         status: Literal["completed", "cancelled"] = "completed",
-    ) -> str:
+    ) -> str | Command[Any]:
         """Close a plan item: `outcome` says what was done, or why it is cancelled."""
         scope = turn_scope(runtime)
         known = _take_rows(runtime, scope)
         plan = TurnPlan(database, scope)
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
-        change = await plan.close(todoId, outcome, status, receipt, known_rows=known)
+        context = run_context(runtime)
+        judge = RowJudge(checks, context) if checks or context.verifier_model else None
+        try:
+            change = await plan.close(
+                todoId, outcome, status, receipt, known_rows=known, judge=judge
+            )
+        except ToolFailure as failure:
+            if judge is None or not judge.verifier_calls:
+                raise
+            # The refusal, with what the verifier model cost.
+            return _with_verifier_usage(runtime, judge, tool_error_content(failure), status="error")
         _hand_rows(runtime, scope, change)
         assert change.closed is not None  # close() always returns the row it closed
         emit_todo_events(runtime.stream_writer, status, [change.closed])
         emit_todo_events(runtime.stream_writer, "started", change.started)
+        if judge is not None and judge.verifier_calls:
+            return _with_verifier_usage(runtime, judge, _closed(change))
         return _closed(change)
 
     tools: list[BaseTool] = [create_todo, list_todo, complete_todo]

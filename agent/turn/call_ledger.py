@@ -64,22 +64,27 @@ ToolOutput = str | ToolMessage | Command[Any]
 message is the result and whose ``modifiedTasks`` update is replayed with it)."""
 
 
-def result_record(key: ToolCallKey, output: ToolOutput) -> RecordedCall:
-    """The ``tool_results`` row of a call's result: its message text and its state update."""
-    modified: Any = None
+def output_text(output: ToolOutput) -> str:
+    """The text a call returned: its message's, or its ``Command``'s first message's."""
     if isinstance(output, Command):
         update = output.update if isinstance(output.update, dict) else {}
         messages = update.get("messages") or []
         first = messages[0] if messages else ""
         if isinstance(first, ToolMessage):
-            content = message_text(first)
-        else:
-            content = str(first.content) if isinstance(first, BaseMessage) else str(first)
+            return message_text(first)
+        return str(first.content) if isinstance(first, BaseMessage) else str(first)
+    if isinstance(output, ToolMessage):
+        return message_text(output)
+    return str(output)
+
+
+def result_record(key: ToolCallKey, output: ToolOutput) -> RecordedCall:
+    """The ``tool_results`` row of a call's result: its message text and its state update."""
+    modified: Any = None
+    if isinstance(output, Command):
+        update = output.update if isinstance(output.update, dict) else {}
         modified = update.get("modifiedTasks")
-    elif isinstance(output, ToolMessage):
-        content = message_text(output)
-    else:
-        content = str(output)
+    content = output_text(output)
     state_update = json.dumps({"modifiedTasks": modified}) if modified else None
     return key, content, state_update
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -34,6 +34,7 @@ from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.turn.blockers import ensure_unblocked, is_ready, record_blockers, resolve_blockers
 from agent.turn.call_ledger import record_result
+from agent.turn.evidence import summarize_evidence, todo_evidence
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
 from storage.repositories import (
@@ -140,6 +141,19 @@ class PlanChange:
     def current(self) -> TurnTodo | None:
         """The first row in progress (the only one, unless the current stage has several)."""
         return self.in_progress[0] if self.in_progress else None
+
+
+class CompletionJudge(Protocol):
+    """What decides whether a row may close as completed (``agent.calls.completion``): given
+    the row in ``list_todo``'s shape (``outcome`` the one being recorded) and its evidence
+    (``agent.turn.evidence.todo_evidence``), None accepts, a reason refuses. It raises
+    ``ToolFailure`` when it cannot judge (a check that raised: an operator fault)."""
+
+    def applies(self, row: TurnTodo) -> bool:
+        """Whether any check judges this row (no evidence is read for a row none judges)."""
+        ...
+
+    async def __call__(self, row: dict[str, Any], evidence: list[dict[str, Any]]) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -351,13 +365,18 @@ class TurnPlan:
         receipt: Receipt | None = None,
         *,
         known_rows: list[TurnTodo] | None = None,
+        judge: CompletionJudge | None = None,
     ) -> PlanChange:
-        """Record a row's outcome as completed or cancelled, then start the next row.
+        """Record a row's outcome as completed or cancelled, then start the next row: the one
+        close of a row, whichever path asks for it (the model's ``complete_todo``, a stage's
+        closes, the compact profile's deterministic closes, a delegated row's close).
 
         ``known_rows``: the turn's rows as they are now, handed over by the step before in this
         run (``agent.turn.rows_handoff``), used instead of reading them; the writes stay
-        conditional,
-        so a row closed or started meanwhile is still caught."""
+        conditional, so a row closed or started meanwhile is still caught. ``judge``: the
+        completion checks a completed row must pass first (a cancelled row closes unjudged:
+        saying it was not done is never a false claim); a refusal is ``COMPLETION_REFUSED`` and
+        the row stays open."""
         todo_id = _check_todo_id(todo_id)
         outcome = outcome.strip()
         if not outcome:
@@ -366,6 +385,10 @@ class TurnPlan:
                 "`outcome` is empty.",
                 "Say what was done, or why the item is cancelled, in `outcome`.",
             )
+        if judge is not None and status == "completed":
+            # Judged before the write transaction opens: a check may take seconds (a verifier
+            # model), and SQLite has one writer at a time.
+            await self._judge(judge, todo_id, outcome, known_rows)
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
@@ -409,6 +432,37 @@ class TurnPlan:
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
         return change
+
+    async def _judge(
+        self,
+        judge: CompletionJudge,
+        todo_id: str,
+        outcome: str,
+        known_rows: list[TurnTodo] | None,
+    ) -> None:
+        """Raise ``COMPLETION_REFUSED`` when the judge refuses the open row ``todo_id``; a row
+        that is not found or not open is left to ``close`` to report."""
+        row = _row_with_id(known_rows, todo_id)
+        if row is None:
+            try:
+                row = await self.find(todo_id)
+            except ToolFailure:
+                return
+        if row.status not in OPEN_TODO_STATUSES or not judge.applies(row):
+            return
+        evidence = await todo_evidence(self._database, self.scope.conversation_id, row.id)
+        shown = {**row.to_dict(), "outcome": outcome}
+        shown["evidence"] = summarize_evidence(evidence)
+        reason = await judge(shown, evidence)
+        if reason:
+            raise ToolFailure(
+                ErrorCode.COMPLETION_REFUSED,
+                f"Todo '{row.title}' was not closed: {reason}",
+                "Do the missing work with the tools, then call complete_todo again; or cancel "
+                "the item (status 'cancelled') and say why it could not be done.",
+                todoId=row.id,
+                reason=reason,
+            )
 
     async def find(self, todo_id: str) -> TurnTodo:
         """One row of this turn by id (INVALID_ID for a malformed id, NOT_FOUND for a row that

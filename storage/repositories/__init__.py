@@ -10,6 +10,7 @@ from storage.repositories.row_usage import RowUsageRepository, save_row_usage_al
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.todo_continuations import TodoContinuationRepository
 from storage.repositories.todo_dependencies import TodoDependencyRepository, copy_dependencies
+from storage.repositories.todo_evidence import TodoEvidenceRepository
 from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
 from storage.repositories.turn_steps import (
     ModelAnswerRepository,
@@ -30,6 +31,7 @@ __all__ = [
     "TaskRepository",
     "TodoContinuationRepository",
     "TodoDependencyRepository",
+    "TodoEvidenceRepository",
     "ToolAuditRepository",
     "ToolCallKey",
     "ToolResultRepository",

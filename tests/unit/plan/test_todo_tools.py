@@ -232,8 +232,10 @@ async def test_list_todo_defaults_to_remaining_items_with_a_summary(tools: list[
         "ready",
         "continuedFrom",
         "continuedIn",
+        "evidence",
     }
     assert item["continuedFrom"] is None and item["continuedIn"] is None
+    assert item["evidence"] == {"calls": 0, "errors": 0, "tools": []}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from agent.turn.evidence import record_call, todo_evidence
 from storage import Database, default_database_url
+from storage.repositories import TurnScope
 
 EXPECTED_COLUMNS = [
     # name, type, notnull, default, pk
@@ -123,3 +125,33 @@ async def test_default_url_is_a_file_under_the_working_directory(
 def test_environment_variable_overrides_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNPLAN_DATABASE_URL", "sqlite+aiosqlite:////srv/other.db")
     assert Database().url == "sqlite+aiosqlite:////srv/other.db"
+
+
+async def test_a_database_from_before_evidence_gains_its_table_and_keeps_its_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "older.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    older = Database(url)
+    await older.create_schema()
+    await older.dispose()
+    with closing(sqlite3.connect(path)) as connection:  # as a database made before issue 29
+        connection.execute("DROP TABLE todo_evidence")
+        connection.execute(
+            "INSERT INTO turn_todos (id, conversationId, turnId, title, status, createdAt)"
+            " VALUES ('r1', 'c', 't', 'kept', 'in_progress', '2026-01-01T00:00:00Z')"
+        )
+        connection.commit()
+
+    database = Database(url)
+    await record_call(
+        database, TurnScope("c", "t"), "call-1", "record", {"note": "milk"}, "ok", is_error=False
+    )
+    evidence = await todo_evidence(database, "c", "r1")
+    await database.dispose()
+
+    assert [(call["tool"], call["args"], call["result"]) for call in evidence] == [
+        ("record", {"note": "milk"}, "ok")
+    ]
+    with closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("SELECT title FROM turn_todos").fetchall() == [("kept",)]
