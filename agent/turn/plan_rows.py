@@ -71,7 +71,7 @@ class TodoItemInput(BaseModel):
     )
     blockedBy: list[int | str] | SkipJsonSchema[None] = Field(
         default=None,
-        description="Steps that must close first: 0-based indexes of earlier items, or ids.",
+        description="Indexes (or ids) of steps it waits for.",
     )
 
 
