@@ -36,12 +36,7 @@ from agent.turn.blockers import ensure_unblocked, is_ready, record_blockers, res
 from agent.turn.call_ledger import record_result
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
-from storage.repositories import (
-    NewTurnTodo,
-    ToolCallKey,
-    TurnScope,
-    TurnTodoRepository,
-)
+from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRepository
 
 CloseStatus = Literal["completed", "cancelled"]
 
