@@ -35,6 +35,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.state import SupervisorState
@@ -390,7 +391,12 @@ async def _claim_step(
     copies = copied_rows(fork, todos)
     session.add_all(copies)
     await session.flush()
-    await TodoDependencyRepository(session).add(fork, copied_edges(todos, copies))
+    edges = copied_edges(todos, copies)
+    await TodoDependencyRepository(session).add(fork, edges)
+    by_id = {copy.id: copy for copy in copies}
+    for copy in copies:  # loaded as a read would load them: the fork's rows are handed on
+        waits_for = [by_id[blocker] for todo_id, blocker in edges if todo_id == copy.id]
+        set_committed_value(copy, "blockers", waits_for)
     return TurnClaim(fork, taken, forked_from=scope.turn_id)
 
 

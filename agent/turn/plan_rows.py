@@ -37,12 +37,7 @@ from agent.turn.call_ledger import record_result
 from agent.turn.evidence import summarize_evidence, todo_evidence
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
-from storage.repositories import (
-    NewTurnTodo,
-    ToolCallKey,
-    TurnScope,
-    TurnTodoRepository,
-)
+from storage.repositories import NewTurnTodo, ToolCallKey, TurnScope, TurnTodoRepository
 
 CloseStatus = Literal["completed", "cancelled"]
 
@@ -72,7 +67,7 @@ class TodoItemInput(BaseModel):
     )
     blockedBy: list[int | str] | SkipJsonSchema[None] = Field(
         default=None,
-        description="Steps that must close first: 0-based indexes of earlier items, or ids.",
+        description="Indexes (or ids) of steps it waits for.",
     )
 
 
