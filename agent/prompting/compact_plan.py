@@ -23,6 +23,7 @@ from agent.prompting.request_steps import (
     QUOTED,
     RequestStep,
     core_phrase,
+    referents_wanted,
     refers_back,
     verb_at_start,
 )
@@ -178,24 +179,43 @@ def plan_items(
         if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
             # "add each of them as a task" adds the items already planned, nothing new.
             continue
+        targets = [target]
         if refers_back(target):
             # "I paid the bill, tick it off": "it" is the words before, never a title to
-            # search for ("it" is part of "electricity").
-            target = _referent(steps[:index], chosen) or target
-        seen.add((tool, target.casefold()))
-        creates = tool.startswith("add")
-        if creates or not step.quoted:
-            title = target if creates else step.phrase
-        else:
-            title = f"{tool.replace('_', ' ')} '{step.phrase}'"
-        action = PlannedAction(tool, target, step.words)
-        items.append({"title": title[:MAX_PHRASE], "context": action.as_context()})
+            # search for ("it" is part of "electricity"); "check both off" acts on the two
+            # things said before it, each an item of its own.
+            targets = _referents(steps[:index], chosen, referents_wanted(target)) or targets
+        for target in targets:
+            if (tool, target.casefold()) in seen:
+                continue
+            seen.add((tool, target.casefold()))
+            creates = tool.startswith("add")
+            if creates or not step.quoted:
+                title = target if creates else step.phrase
+                if len(targets) > 1:  # "check both off" twice would not say which is which
+                    title = f"{step.phrase}: {target}"
+            else:
+                title = f"{tool.replace('_', ' ')} '{step.phrase}'"
+            action = PlannedAction(tool, target, step.words)
+            items.append({"title": title[:MAX_PHRASE], "context": action.as_context()})
     return items
 
 
-def _referent(before: Sequence[RequestStep], chosen: Mapping[str, Any]) -> str | None:
-    """What "it" points at: the nearest earlier step that is no action of its own."""
+def _referents(
+    before: Sequence[RequestStep], chosen: Mapping[str, Any], wanted: int | None
+) -> list[str]:
+    """What a pointing word means: the nearest earlier steps that are no action of their own,
+    ``wanted`` of them ("it" one, "both" two), or all of them back to the last action ("them"),
+    in the order they were said."""
+    found: list[str] = []
     for step in reversed(before):
-        if not step.heading and chosen.get(step.words) in (None, NOT_AN_ACTION):
-            return core_phrase(step)
-    return None
+        if step.heading:
+            continue
+        if chosen.get(step.words) not in (None, NOT_AN_ACTION):
+            if found:
+                break  # "them" reaches back to the last action, no further
+            continue
+        found.insert(0, core_phrase(step))
+        if wanted is not None and len(found) == wanted:
+            break
+    return found

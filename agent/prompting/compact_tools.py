@@ -58,6 +58,14 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from agent.prompting.compact_lookup import (
+    is_lookup,
+    looked_up,
+    lookup_call,
+    lookup_tool,
+    matching_task,
+    task_reference,
+)
 from agent.prompting.compact_plan import (
     NO_TOOL_OUTCOME,
     NOT_AN_ACTION,
@@ -155,7 +163,8 @@ def compact_tool(tool: BaseTool, *, todo_id: str | None = None) -> dict[str, Any
 
 def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
     """Results of non-todo tools after the newest todo-tool result or user message (the
-    current item's work, or a direct action's in a turn without a plan), newest first."""
+    current item's work, or a direct action's in a turn without a plan), newest first. The
+    harness's lookups (``agent.prompting.compact_lookup``) are no action and are left out."""
     results: list[ToolMessage] = []
     for message in reversed(history):
         if isinstance(message, HumanMessage):
@@ -163,7 +172,8 @@ def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
         if isinstance(message, ToolMessage):
             if message.name in TODO_TOOL_NAMES:
                 break
-            results.append(message)
+            if not is_lookup(message):
+                results.append(message)
     return results
 
 
@@ -261,6 +271,9 @@ class StepBinding:
     plan_decided: Mapping[str, str] = field(default_factory=dict)
     plan_required: bool = False
     plan_tools: tuple[BaseTool, ...] = ()
+    plan_history: tuple[AnyMessage, ...] = ()
+    """The turn so far, for a lone step the model names and the harness then does (its lookup
+    result, once made, is there)."""
 
 
 def _tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
@@ -286,7 +299,7 @@ def step_binding(
     if phase == "plan":
         steps = tuple(request_steps(request))
         if steps and domain_tools and "create_todo" in by_name:
-            return _plan_binding(steps, domain_tools, required_tool == "create_todo")
+            return _plan_binding(steps, domain_tools, required_tool == "create_todo", history)
         if required_tool is not None:
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS
@@ -330,7 +343,7 @@ def step_binding(
             reply=_tool_call_message("complete_todo", args),
         )
     if planned is not None and planned.tool in by_name:
-        return _planned_action_binding(by_name[planned.tool], planned)
+        return _planned_action_binding(by_name[planned.tool], planned, domain_tools, history)
     close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     phrases = grounded_phrases(current, request)
     domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
@@ -338,7 +351,9 @@ def step_binding(
 
 
 def _direct_action(
-    items: Sequence[Mapping[str, Any]], tools: Sequence[BaseTool]
+    items: Sequence[Mapping[str, Any]],
+    tools: Sequence[BaseTool],
+    history: Sequence[AnyMessage] = (),
 ) -> AIMessage | None:
     """The call of a lone item whose arguments the user's words fix, made without a plan."""
     if len(items) != 1:
@@ -347,7 +362,7 @@ def _direct_action(
     by_name = {tool.name: tool for tool in tools}
     if action is None or action.tool not in by_name:
         return None
-    return _planned_action_binding(by_name[action.tool], action).reply
+    return _planned_action_binding(by_name[action.tool], action, tools, history).reply
 
 
 def direct_answer(history: Sequence[AnyMessage]) -> str:
@@ -358,13 +373,31 @@ def direct_answer(history: Sequence[AnyMessage]) -> str:
     return render_prompt("direct_failed", outcome=failure_outcome(history))
 
 
-def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBinding:
+def _planned_action_binding(
+    tool: BaseTool,
+    planned: PlannedAction,
+    tools: Sequence[BaseTool] = (),
+    history: Sequence[AnyMessage] = (),
+) -> StepBinding:
     """The act step of an item whose tool the plan chose: only that tool, its first free text
     argument the item's target, any other the other quoted words of its clause. When that
-    leaves the model no choice, the harness makes the call itself."""
+    leaves the model no choice, the harness makes the call itself. A tool that acts on one
+    listed task first gets the list (its lookup tool, called by the harness), and its target is
+    the id of the task the user's words match (``agent.prompting.compact_lookup``)."""
     definition = compact_tool(tool)
     parameters = definition["function"]["parameters"]
-    others = [phrase for phrase in planned.clause_quotes if phrase != planned.target]
+    quotes = planned.clause_quotes
+    others = [phrase for phrase in quotes if phrase != planned.target]
+    target = planned.target
+    lister = lookup_tool(tool, tools)
+    if lister is not None:
+        listed = looked_up(history)
+        if listed is None:
+            reply = lookup_call(lister)
+            return StepBinding("act", [], lister.name, ACTION_MAX_TOKENS, reply=reply)
+        task = matching_task(target, listed, quoted=target in quotes)
+        if task is not None:
+            target = task_reference(task)
     if others:
         # The clause quotes a second phrase ("rename 'a' to 'b'"): the first optional free
         # text argument (a new title) takes it; the compact schema drops optional ones.
@@ -382,7 +415,7 @@ def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBindi
     choice = False
     for name, schema in parameters.get("properties", {}).items():
         if _is_free_string(schema):
-            options = [planned.target] if first or not others else others
+            options = [target] if first or not others else others
             first = False
             parameters["properties"][name] = {"enum": options}
             schema = parameters["properties"][name]
@@ -403,7 +436,10 @@ def _is_free_string(schema: Mapping[str, Any]) -> bool:
 
 
 def _plan_binding(
-    steps: Sequence[RequestStep], tools: Sequence[BaseTool], required: bool
+    steps: Sequence[RequestStep],
+    tools: Sequence[BaseTool],
+    required: bool,
+    history: Sequence[AnyMessage] = (),
 ) -> StepBinding:
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
@@ -429,6 +465,7 @@ def _plan_binding(
             plan_decided=decided,
             plan_required=required,
             plan_tools=tuple(tools),
+            plan_history=tuple(history),
         )
     items = plan_items(steps, decided, tools)
     by_name = {tool.name: tool for tool in tools}
@@ -436,7 +473,7 @@ def _plan_binding(
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
         action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
         if action is not None and action.tool in by_name:
-            return _planned_action_binding(by_name[action.tool], action)
+            return _planned_action_binding(by_name[action.tool], action, tools, history)
     if items or required:
         return StepBinding(
             "plan",
@@ -591,7 +628,11 @@ def _plan_runnable(
         items = plan_items(steps, {**chosen, **binding.plan_decided}, tools)
         if not items and binding.plan_required:
             items = whole_request_items(steps)
-        direct = _direct_action(items, tools) if not binding.plan_required else None
+        direct = (
+            _direct_action(items, tools, binding.plan_history)
+            if not binding.plan_required
+            else None
+        )
         if direct is not None:
             return direct
         if items:
