@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 
 from agent.prompting.request_steps import (
     MAX_PHRASE,
@@ -27,7 +27,11 @@ from agent.prompting.request_steps import (
     refers_back,
     verb_at_start,
 )
-from agent.tool_names import REQUEST_VERBS_METADATA
+from agent.tool_names import (
+    AGENT_TYPE_METADATA,
+    DELEGATED_TOOLS_METADATA,
+    REQUEST_VERBS_METADATA,
+)
 from storage.models import TurnTodo
 
 PLAN_TOOL = "plan_steps"
@@ -71,6 +75,46 @@ def planned_action(row: TurnTodo) -> PlannedAction | None:
     if match is None:
         return None
     return PlannedAction(match["tool"], match["target"], match["clause"] or "")
+
+
+def agent_type(tool: BaseTool) -> str | None:
+    """The worker a plan tool stands in for (``planning_tools``), or None for a bound tool."""
+    value = (tool.metadata or {}).get(AGENT_TYPE_METADATA)
+    return value if isinstance(value, str) else None
+
+
+def planning_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """The tools a plan may give a step: the bound ones, with ``delegate`` replaced by a
+    stand-in for each worker tool it names (``DELEGATED_TOOLS_METADATA``) that no bound tool
+    of the same name does already. A stand-in carries the worker tool's verbs and description,
+    so "add 'x' to my tasks" goes to the ``tasks`` worker by its verb like to a bound
+    ``add_task``; it is never called (the row gets the ``agentType``, and ``delegate`` runs it)."""
+    bound = {tool.name for tool in tools}
+    planned: list[BaseTool] = []
+    for tool in tools:
+        delegated = (tool.metadata or {}).get(DELEGATED_TOOLS_METADATA)
+        if not isinstance(delegated, dict):
+            planned.append(tool)
+            continue
+        for name, about in delegated.items():
+            if name not in bound:
+                planned.append(_stand_in(name, about))
+    return planned
+
+
+def _stand_in(name: str, about: Mapping[str, Any]) -> BaseTool:
+    def not_called() -> str:
+        raise RuntimeError(f"{name} is done by the {about['agentType']!r} worker, via delegate")
+
+    return StructuredTool.from_function(
+        not_called,
+        name=name,
+        description=str(about.get("description") or name),
+        metadata={
+            REQUEST_VERBS_METADATA: tuple(about.get("verbs", ())),
+            AGENT_TYPE_METADATA: about["agentType"],
+        },
+    )
 
 
 def _verbs(tool: BaseTool) -> tuple[str, ...]:
@@ -169,6 +213,7 @@ def plan_items(
     (what to add, for an added task), the planned action in the row's context. Two steps that
     would do the same thing to the same words are one item."""
     verbs = {tool.name: _verbs(tool) for tool in tools}
+    workers = {tool.name: agent_type(tool) for tool in tools}
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for index, step in enumerate(steps):
@@ -197,7 +242,10 @@ def plan_items(
             else:
                 title = f"{tool.replace('_', ' ')} '{step.phrase}'"
             action = PlannedAction(tool, target, step.words)
-            items.append({"title": title[:MAX_PHRASE], "context": action.as_context()})
+            item: dict[str, Any] = {"title": title[:MAX_PHRASE], "context": action.as_context()}
+            if workers.get(tool):
+                item["agentType"] = workers[tool]  # a worker's tool: the item is delegated
+            items.append(item)
     return items
 
 

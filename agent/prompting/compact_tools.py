@@ -71,9 +71,11 @@ from agent.prompting.compact_plan import (
     NOT_AN_ACTION,
     PLAN_TOOL,
     PlannedAction,
+    agent_type,
     plan_items,
     plan_steps_tool,
     planned_action,
+    planning_tools,
     step_candidates,
     steps_by_verb,
     whole_request_items,
@@ -99,6 +101,9 @@ ACTION_MAX_TOKENS = 120
 ANSWER_MAX_TOKENS = 120
 
 Phase = Literal["plan", "act", "close", "answer"]
+
+DELEGATE = "delegate"
+"""The supervisor's tool that hands an item to a worker (``agent.tools.delegate``)."""
 
 DISPATCH_TOOL = "use_tool"
 """The one function the act step offers; its variants are the step's real tools."""
@@ -203,12 +208,15 @@ def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
     it returned, so the answer built from the rows shows what the user asked to see."""
     outcomes = []
     for result in reversed(_since_last_todo_result(history)):
-        if result.status == "error":
+        if _failed(result):
             continue
         payload = _payload(result)
         listing = _listing(payload)
         if listing is not None:
             outcome = f"{result.name}: {listing}"[:MAX_LISTING_LENGTH]
+        elif isinstance(payload.get("result"), str):  # a worker's report, through delegate
+            outcome = f"{payload.get('agentType', result.name)}: {payload['result']}"
+            outcome = outcome[:MAX_STRING_LENGTH]
         elif isinstance(payload.get("title"), str):
             outcome = f"{result.name}: {payload['title']}"[:MAX_STRING_LENGTH]
         else:
@@ -219,19 +227,30 @@ def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
 
 def failure_outcome(history: Sequence[AnyMessage]) -> str:
     """Why the current item is cancelled: the last failed action's error, in a line."""
-    failures = [result for result in _since_last_todo_result(history) if result.status == "error"]
+    failures = [result for result in _since_last_todo_result(history) if _failed(result)]
     if not failures:
         return "no tool could do it"
     last = failures[0]
     payload = _payload(last)
     error = payload.get("error") if isinstance(payload.get("error"), dict) else payload
     message = error.get("message") if isinstance(error, dict) else None
+    message = message or payload.get("result")  # a worker's "Not done: ..." report
     text = message if isinstance(message, str) and message else last.text
     return f"{last.name} failed: {' '.join(text.split())}"[:MAX_STRING_LENGTH]
 
 
 def _action_succeeded(history: Sequence[AnyMessage]) -> bool:
-    return any(result.status != "error" for result in _since_last_todo_result(history))
+    return any(not _failed(result) for result in _since_last_todo_result(history))
+
+
+def _failed(result: ToolMessage) -> bool:
+    """An error, or a worker's report that its action failed (a compact worker answers
+    ``direct_failed``: "Not done: ..."), so a delegated item is not closed as completed."""
+    if result.status == "error":
+        return True
+    report = _payload(result).get("result") if result.name == DELEGATE else None
+    not_done = render_prompt("direct_failed", outcome="").strip()
+    return isinstance(report, str) and report.strip().startswith(not_done)
 
 
 def step_phase(
@@ -299,7 +318,9 @@ def step_binding(
     if phase == "plan":
         steps = tuple(request_steps(request))
         if steps and domain_tools and "create_todo" in by_name:
-            return _plan_binding(steps, domain_tools, required_tool == "create_todo", history)
+            return _plan_binding(
+                steps, planning_tools(domain_tools), required_tool == "create_todo", history
+            )
         if required_tool is not None:
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS
@@ -344,6 +365,10 @@ def step_binding(
         )
     if planned is not None and planned.tool in by_name:
         return _planned_action_binding(by_name[planned.tool], planned, domain_tools, history)
+    if planned is not None and current.agentType and DELEGATE in by_name:
+        # A worker's tool: the harness hands the item to the worker its row names.
+        reply = _tool_call_message(DELEGATE, {"todoId": current.id})
+        return StepBinding("act", [], DELEGATE, ACTION_MAX_TOKENS, reply=reply)
     close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     phrases = grounded_phrases(current, request)
     domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
@@ -360,7 +385,7 @@ def _direct_action(
         return None
     action = planned_action(TurnTodo(id="", title="", context=items[0].get("context")))
     by_name = {tool.name: tool for tool in tools}
-    if action is None or action.tool not in by_name:
+    if action is None or action.tool not in by_name or agent_type(by_name[action.tool]):
         return None
     return _planned_action_binding(by_name[action.tool], action, tools, history).reply
 
@@ -472,7 +497,7 @@ def _plan_binding(
     if len(items) == 1 and not required:
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
         action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
-        if action is not None and action.tool in by_name:
+        if action is not None and action.tool in by_name and not agent_type(by_name[action.tool]):
             return _planned_action_binding(by_name[action.tool], action, tools, history)
     if items or required:
         return StepBinding(
@@ -486,6 +511,38 @@ def _plan_binding(
     names = ", ".join(tool.name for tool in tools)
     reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+
+
+def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIMessage | None:
+    """A compact worker's next message without its model, or None to ask the model.
+
+    The item handed over carries the plan's action in its context (``use add_task on "x"``):
+    the worker makes that call as the supervisor would (its lookup first, for an action on an
+    existing task), then answers with what it returned. Why: the worker's own loop leaves the
+    small model a free choice of tools and words, which it did not use (measured: the 270M
+    model answered without calling a tool)."""
+    hand_over = next((m for m in reversed(history) if isinstance(m, HumanMessage)), None)
+    if hand_over is None:
+        return None
+    by_name = {tool.name: tool for tool in tools}
+    action = next(
+        (
+            found
+            for line in hand_over.text.splitlines()
+            if (found := _line_action(line)) is not None and found.tool in by_name
+        ),
+        None,
+    )
+    if action is None:
+        return None
+    if _since_last_todo_result(history):
+        return AIMessage(content=direct_answer(history))
+    return _planned_action_binding(by_name[action.tool], action, tools, history).reply
+
+
+def _line_action(line: str) -> PlannedAction | None:
+    text = line.split(":", 1)[1].strip() if line.startswith("Context:") else line.strip()
+    return planned_action(TurnTodo(id="", title="", context=text))
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:

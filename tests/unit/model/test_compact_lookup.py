@@ -185,3 +185,130 @@ def test_a_particle_far_from_its_verb_is_no_split_verb() -> None:
     words = "check whether the garage door was left open and then turn the lights off"
 
     assert verb_at_start(words, TASK_VERBS["complete"]) is None
+
+
+@pytest.fixture
+def delegating_tools() -> list[Any]:
+    """The supervisor's tools when the personal tasks are only a worker's (``workers: tasks``)."""
+    from agent.tools.delegate import delegation_tools
+    from agent.tools.task_worker import build_task_worker
+    from agent.workers.registry import WorkerRegistry
+
+    database = Database("sqlite+aiosqlite:///:memory:")
+    registry = WorkerRegistry([build_task_worker("local", database)])
+    return [*build_todo_tools(database), *delegation_tools(registry, database)]
+
+
+def test_a_step_a_workers_tool_does_is_planned_for_that_worker(
+    delegating_tools: list[Any],
+) -> None:
+    request = "Add 'prepare slides for Monday' and 'print the handouts' to my tasks."
+
+    binding = step_binding(delegating_tools, [], [HumanMessage(request)], None, request)
+
+    # Two items, each with the worker's agentType; a lone one would be planned too (delegate
+    # needs a row), and no model is asked.
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    assert call["name"] == "create_todo"
+    assert [(item["title"], item["agentType"]) for item in call["args"]["items"]] == [
+        ("prepare slides for Monday", "tasks"),
+        ("print the handouts", "tasks"),
+    ]
+
+
+def test_an_item_for_a_worker_is_delegated_and_the_worker_does_its_action_without_its_model(
+    delegating_tools: list[Any],
+) -> None:
+    from agent.prompting.compact_tools import worker_step
+    from prompts import render_prompt
+
+    action = PlannedAction("complete_task", "submitted the expense report", "mark that task done")
+    row = TurnTodo(
+        id="r-1",
+        title="mark that task done",
+        status="in_progress",
+        priority=0,
+        context=action.as_context(),
+        agentType="tasks",
+    )
+    request = "I've submitted the expense report, mark that task done."
+    after_plan = [
+        HumanMessage(request),
+        ToolMessage(content="{}", tool_call_id="c", name="create_todo"),
+    ]
+
+    act = step_binding(delegating_tools, [row], after_plan, None, request)
+
+    assert act.reply is not None
+    [call] = act.reply.tool_calls
+    assert (call["name"], call["args"]) == ("delegate", {"todoId": "r-1"})
+
+    # The worker, handed the item, lists the tasks, completes the one meant, and reports.
+    worker_tools = build_task_tools(Database("sqlite+aiosqlite:///:memory:"))
+    hand_over = HumanMessage(
+        render_prompt(
+            "worker_request",
+            title=row.title,
+            context=row.context,
+            criteria="(not stated)",
+            request=request,
+        )
+    )
+    lookup = worker_step(worker_tools, [hand_over])
+    assert lookup is not None and lookup.tool_calls[0]["name"] == "list_tasks"
+    listed = json.dumps({"tasks": [{"id": "t-7", "title": "submit the expense report"}]})
+    lookup_id = lookup.tool_calls[0]["id"]
+    history = [hand_over, lookup, ToolMessage(listed, tool_call_id=lookup_id, name="list_tasks")]
+
+    acted = worker_step(worker_tools, history)
+
+    assert acted is not None
+    assert acted.tool_calls[0]["args"] == {"task_identifier": "t-7"}
+    done = json.dumps({"status": "success", "title": "submit the expense report"})
+    result = ToolMessage(content=done, tool_call_id=acted.tool_calls[0]["id"], name="complete_task")
+
+    answer = worker_step(worker_tools, [*history, acted, result])
+
+    assert answer is not None and not answer.tool_calls
+    assert "submit the expense report" in answer.text
+
+
+def test_a_worker_handed_an_item_without_a_planned_action_asks_its_model() -> None:
+    from agent.prompting.compact_tools import worker_step
+
+    worker_tools = build_task_tools(Database("sqlite+aiosqlite:///:memory:"))
+
+    assert worker_step(worker_tools, [HumanMessage("Step: tidy up\nContext: (none)")]) is None
+
+
+def test_a_worker_reporting_its_action_failed_gets_the_item_cancelled(
+    delegating_tools: list[Any],
+) -> None:
+    action = PlannedAction("complete_task", "walk the dog", "mark 'walk the dog' as done")
+    row = TurnTodo(
+        id="r-1",
+        title="complete task 'walk the dog'",
+        status="in_progress",
+        priority=0,
+        context=action.as_context(),
+        agentType="tasks",
+    )
+    report = {
+        "todoId": "r-1",
+        "agentType": "tasks",
+        "result": "Not done: complete_task failed: No task matches 'walk the dog'.",
+        "toolCalls": 2,
+    }
+    history = [
+        HumanMessage("Mark 'walk the dog' as done."),
+        ToolMessage(content="{}", tool_call_id="c", name="create_todo"),
+        ToolMessage(content=json.dumps(report), tool_call_id="d", name="delegate"),
+    ]
+
+    close = step_binding(delegating_tools, [row], history, None, "")
+
+    assert close.phase == "close" and close.reply is not None
+    args = close.reply.tool_calls[0]["args"]
+    assert args["status"] == "cancelled"
+    assert "No task matches 'walk the dog'" in args["outcome"]
