@@ -93,8 +93,8 @@ def planning_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
     planned: list[BaseTool] = []
     for tool in tools:
         delegated = (tool.metadata or {}).get(DELEGATED_TOOLS_METADATA)
-        if not isinstance(delegated, dict):
-            planned.append(tool)
+        if not isinstance(delegated, dict) or not delegated:
+            planned.append(tool)  # no worker declares verbs: the model may still choose it
             continue
         for name, about in delegated.items():
             if name not in bound:

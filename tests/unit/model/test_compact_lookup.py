@@ -312,3 +312,25 @@ def test_a_worker_reporting_its_action_failed_gets_the_item_cancelled(
     args = close.reply.tool_calls[0]["args"]
     assert args["status"] == "cancelled"
     assert "No task matches 'walk the dog'" in args["outcome"]
+
+
+def test_a_worker_whose_tools_declare_no_verbs_is_still_the_models_choice() -> None:
+    from langchain_core.tools import tool
+
+    from agent.prompting.compact_plan import planning_tools
+    from agent.tools.delegate import delegation_tools
+    from agent.workers.react import build_worker
+    from agent.workers.registry import WorkerRegistry
+
+    @tool
+    def book_table(restaurant: str) -> str:
+        """Book a table at a restaurant."""
+        return restaurant
+
+    database = Database("sqlite+aiosqlite:///:memory:")
+    worker = build_worker(
+        "dining", "Books tables.", model="local", tools=[book_table], prompt_sections=()
+    )
+    [delegate] = delegation_tools(WorkerRegistry([worker]), database)
+
+    assert [tool.name for tool in planning_tools([delegate])] == ["delegate"]
