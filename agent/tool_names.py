@@ -22,3 +22,18 @@ REQUEST_VERBS_METADATA = "turnplan_request_verbs"
 """Tool metadata: the words a request starts a step with when it asks for what the tool does
 ("add", "remove", "show me"). The compact profile's plan (``agent.prompting.compact_tools``)
 gives a step the tool its verb names, so a small model only decides the steps no verb names."""
+
+LOOKUP_TOOL_METADATA = "turnplan_lookup_tool"
+"""Tool metadata: the name of the tool of the same toolset that lists what this tool acts on
+("list_tasks" for ``complete_task``). The compact profile calls it before the action when the
+user named the task in words that are not its title ("I paid the electricity bill, tick it
+off") or when the tool takes only an id (``CompleteTask``), and passes the id of the listed
+task whose title the user's words match (``agent.prompting.compact_lookup``)."""
+
+DELEGATED_TOOLS_METADATA = "turnplan_delegated_tools"
+"""Tool metadata of ``delegate``: the tools its workers hold that declare request verbs, as
+``{tool name: {"agentType": worker, "verbs": [...], "description": first line}}``. The compact
+profile's plan gives a step a worker's tool by its verb like one of its own, and the row the
+worker's ``agentType``, so the item is delegated (``agent.prompting.compact_plan``)."""
+AGENT_TYPE_METADATA = "turnplan_agent_type"
+"""Tool metadata of the compact plan's stand-in for a worker's tool: the worker it belongs to."""

@@ -16,17 +16,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 
 from agent.prompting.request_steps import (
     MAX_PHRASE,
     QUOTED,
     RequestStep,
     core_phrase,
+    referents_wanted,
     refers_back,
     verb_at_start,
 )
-from agent.tool_names import REQUEST_VERBS_METADATA
+from agent.tool_names import (
+    AGENT_TYPE_METADATA,
+    DELEGATED_TOOLS_METADATA,
+    REQUEST_VERBS_METADATA,
+)
 from storage.models import TurnTodo
 
 PLAN_TOOL = "plan_steps"
@@ -70,6 +75,46 @@ def planned_action(row: TurnTodo) -> PlannedAction | None:
     if match is None:
         return None
     return PlannedAction(match["tool"], match["target"], match["clause"] or "")
+
+
+def agent_type(tool: BaseTool) -> str | None:
+    """The worker a plan tool stands in for (``planning_tools``), or None for a bound tool."""
+    value = (tool.metadata or {}).get(AGENT_TYPE_METADATA)
+    return value if isinstance(value, str) else None
+
+
+def planning_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """The tools a plan may give a step: the bound ones, with ``delegate`` replaced by a
+    stand-in for each worker tool it names (``DELEGATED_TOOLS_METADATA``) that no bound tool
+    of the same name does already. A stand-in carries the worker tool's verbs and description,
+    so "add 'x' to my tasks" goes to the ``tasks`` worker by its verb like to a bound
+    ``add_task``; it is never called (the row gets the ``agentType``, and ``delegate`` runs it)."""
+    bound = {tool.name for tool in tools}
+    planned: list[BaseTool] = []
+    for tool in tools:
+        delegated = (tool.metadata or {}).get(DELEGATED_TOOLS_METADATA)
+        if not isinstance(delegated, dict) or not delegated:
+            planned.append(tool)  # no worker declares verbs: the model may still choose it
+            continue
+        for name, about in delegated.items():
+            if name not in bound:
+                planned.append(_stand_in(name, about))
+    return planned
+
+
+def _stand_in(name: str, about: Mapping[str, Any]) -> BaseTool:
+    def not_called() -> str:
+        raise RuntimeError(f"{name} is done by the {about['agentType']!r} worker, via delegate")
+
+    return StructuredTool.from_function(
+        not_called,
+        name=name,
+        description=str(about.get("description") or name),
+        metadata={
+            REQUEST_VERBS_METADATA: tuple(about.get("verbs", ())),
+            AGENT_TYPE_METADATA: about["agentType"],
+        },
+    )
 
 
 def _verbs(tool: BaseTool) -> tuple[str, ...]:
@@ -168,6 +213,7 @@ def plan_items(
     (what to add, for an added task), the planned action in the row's context. Two steps that
     would do the same thing to the same words are one item."""
     verbs = {tool.name: _verbs(tool) for tool in tools}
+    workers = {tool.name: agent_type(tool) for tool in tools}
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for index, step in enumerate(steps):
@@ -178,24 +224,46 @@ def plan_items(
         if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
             # "add each of them as a task" adds the items already planned, nothing new.
             continue
+        targets = [target]
         if refers_back(target):
             # "I paid the bill, tick it off": "it" is the words before, never a title to
-            # search for ("it" is part of "electricity").
-            target = _referent(steps[:index], chosen) or target
-        seen.add((tool, target.casefold()))
-        creates = tool.startswith("add")
-        if creates or not step.quoted:
-            title = target if creates else step.phrase
-        else:
-            title = f"{tool.replace('_', ' ')} '{step.phrase}'"
-        action = PlannedAction(tool, target, step.words)
-        items.append({"title": title[:MAX_PHRASE], "context": action.as_context()})
+            # search for ("it" is part of "electricity"); "check both off" acts on the two
+            # things said before it, each an item of its own.
+            targets = _referents(steps[:index], chosen, referents_wanted(target)) or targets
+        for target in targets:
+            if (tool, target.casefold()) in seen:
+                continue
+            seen.add((tool, target.casefold()))
+            creates = tool.startswith("add")
+            if creates or not step.quoted:
+                title = target if creates else step.phrase
+                if len(targets) > 1:  # "check both off" twice would not say which is which
+                    title = f"{step.phrase}: {target}"
+            else:
+                title = f"{tool.replace('_', ' ')} '{step.phrase}'"
+            action = PlannedAction(tool, target, step.words)
+            item: dict[str, Any] = {"title": title[:MAX_PHRASE], "context": action.as_context()}
+            if workers.get(tool):
+                item["agentType"] = workers[tool]  # a worker's tool: the item is delegated
+            items.append(item)
     return items
 
 
-def _referent(before: Sequence[RequestStep], chosen: Mapping[str, Any]) -> str | None:
-    """What "it" points at: the nearest earlier step that is no action of its own."""
+def _referents(
+    before: Sequence[RequestStep], chosen: Mapping[str, Any], wanted: int | None
+) -> list[str]:
+    """What a pointing word means: the nearest earlier steps that are no action of their own,
+    ``wanted`` of them ("it" one, "both" two), or all of them back to the last action ("them"),
+    in the order they were said."""
+    found: list[str] = []
     for step in reversed(before):
-        if not step.heading and chosen.get(step.words) in (None, NOT_AN_ACTION):
-            return core_phrase(step)
-    return None
+        if step.heading:
+            continue
+        if chosen.get(step.words) not in (None, NOT_AN_ACTION):
+            if found:
+                break  # "them" reaches back to the last action, no further
+            continue
+        found.insert(0, core_phrase(step))
+        if wanted is not None and len(found) == wanted:
+            break
+    return found

@@ -58,14 +58,24 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from agent.prompting.compact_lookup import (
+    is_lookup,
+    looked_up,
+    lookup_call,
+    lookup_tool,
+    matching_task,
+    task_reference,
+)
 from agent.prompting.compact_plan import (
     NO_TOOL_OUTCOME,
     NOT_AN_ACTION,
     PLAN_TOOL,
     PlannedAction,
+    agent_type,
     plan_items,
     plan_steps_tool,
     planned_action,
+    planning_tools,
     step_candidates,
     steps_by_verb,
     whole_request_items,
@@ -91,6 +101,9 @@ ACTION_MAX_TOKENS = 120
 ANSWER_MAX_TOKENS = 120
 
 Phase = Literal["plan", "act", "close", "answer"]
+
+DELEGATE = "delegate"
+"""The supervisor's tool that hands an item to a worker (``agent.tools.delegate``)."""
 
 DISPATCH_TOOL = "use_tool"
 """The one function the act step offers; its variants are the step's real tools."""
@@ -155,7 +168,8 @@ def compact_tool(tool: BaseTool, *, todo_id: str | None = None) -> dict[str, Any
 
 def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
     """Results of non-todo tools after the newest todo-tool result or user message (the
-    current item's work, or a direct action's in a turn without a plan), newest first."""
+    current item's work, or a direct action's in a turn without a plan), newest first. The
+    harness's lookups (``agent.prompting.compact_lookup``) are no action and are left out."""
     results: list[ToolMessage] = []
     for message in reversed(history):
         if isinstance(message, HumanMessage):
@@ -163,7 +177,8 @@ def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
         if isinstance(message, ToolMessage):
             if message.name in TODO_TOOL_NAMES:
                 break
-            results.append(message)
+            if not is_lookup(message):
+                results.append(message)
     return results
 
 
@@ -193,12 +208,15 @@ def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
     it returned, so the answer built from the rows shows what the user asked to see."""
     outcomes = []
     for result in reversed(_since_last_todo_result(history)):
-        if result.status == "error":
+        if _failed(result):
             continue
         payload = _payload(result)
         listing = _listing(payload)
         if listing is not None:
             outcome = f"{result.name}: {listing}"[:MAX_LISTING_LENGTH]
+        elif isinstance(payload.get("result"), str):  # a worker's report, through delegate
+            outcome = f"{payload.get('agentType', result.name)}: {payload['result']}"
+            outcome = outcome[:MAX_STRING_LENGTH]
         elif isinstance(payload.get("title"), str):
             outcome = f"{result.name}: {payload['title']}"[:MAX_STRING_LENGTH]
         else:
@@ -209,19 +227,30 @@ def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
 
 def failure_outcome(history: Sequence[AnyMessage]) -> str:
     """Why the current item is cancelled: the last failed action's error, in a line."""
-    failures = [result for result in _since_last_todo_result(history) if result.status == "error"]
+    failures = [result for result in _since_last_todo_result(history) if _failed(result)]
     if not failures:
         return "no tool could do it"
     last = failures[0]
     payload = _payload(last)
     error = payload.get("error") if isinstance(payload.get("error"), dict) else payload
     message = error.get("message") if isinstance(error, dict) else None
+    message = message or payload.get("result")  # a worker's "Not done: ..." report
     text = message if isinstance(message, str) and message else last.text
     return f"{last.name} failed: {' '.join(text.split())}"[:MAX_STRING_LENGTH]
 
 
 def _action_succeeded(history: Sequence[AnyMessage]) -> bool:
-    return any(result.status != "error" for result in _since_last_todo_result(history))
+    return any(not _failed(result) for result in _since_last_todo_result(history))
+
+
+def _failed(result: ToolMessage) -> bool:
+    """An error, or a worker's report that its action failed (a compact worker answers
+    ``direct_failed``: "Not done: ..."), so a delegated item is not closed as completed."""
+    if result.status == "error":
+        return True
+    report = _payload(result).get("result") if result.name == DELEGATE else None
+    not_done = render_prompt("direct_failed", outcome="").strip()
+    return isinstance(report, str) and report.strip().startswith(not_done)
 
 
 def step_phase(
@@ -261,6 +290,9 @@ class StepBinding:
     plan_decided: Mapping[str, str] = field(default_factory=dict)
     plan_required: bool = False
     plan_tools: tuple[BaseTool, ...] = ()
+    plan_history: tuple[AnyMessage, ...] = ()
+    """The turn so far, for a lone step the model names and the harness then does (its lookup
+    result, once made, is there)."""
 
 
 def _tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
@@ -286,7 +318,9 @@ def step_binding(
     if phase == "plan":
         steps = tuple(request_steps(request))
         if steps and domain_tools and "create_todo" in by_name:
-            return _plan_binding(steps, domain_tools, required_tool == "create_todo")
+            return _plan_binding(
+                steps, planning_tools(domain_tools), required_tool == "create_todo", history
+            )
         if required_tool is not None:
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS
@@ -330,7 +364,11 @@ def step_binding(
             reply=_tool_call_message("complete_todo", args),
         )
     if planned is not None and planned.tool in by_name:
-        return _planned_action_binding(by_name[planned.tool], planned)
+        return _planned_action_binding(by_name[planned.tool], planned, domain_tools, history)
+    if planned is not None and current.agentType and DELEGATE in by_name:
+        # A worker's tool: the harness hands the item to the worker its row names.
+        reply = _tool_call_message(DELEGATE, {"todoId": current.id})
+        return StepBinding("act", [], DELEGATE, ACTION_MAX_TOKENS, reply=reply)
     close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     phrases = grounded_phrases(current, request)
     domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
@@ -338,16 +376,18 @@ def step_binding(
 
 
 def _direct_action(
-    items: Sequence[Mapping[str, Any]], tools: Sequence[BaseTool]
+    items: Sequence[Mapping[str, Any]],
+    tools: Sequence[BaseTool],
+    history: Sequence[AnyMessage] = (),
 ) -> AIMessage | None:
     """The call of a lone item whose arguments the user's words fix, made without a plan."""
     if len(items) != 1:
         return None
     action = planned_action(TurnTodo(id="", title="", context=items[0].get("context")))
     by_name = {tool.name: tool for tool in tools}
-    if action is None or action.tool not in by_name:
+    if action is None or action.tool not in by_name or agent_type(by_name[action.tool]):
         return None
-    return _planned_action_binding(by_name[action.tool], action).reply
+    return _planned_action_binding(by_name[action.tool], action, tools, history).reply
 
 
 def direct_answer(history: Sequence[AnyMessage]) -> str:
@@ -358,13 +398,31 @@ def direct_answer(history: Sequence[AnyMessage]) -> str:
     return render_prompt("direct_failed", outcome=failure_outcome(history))
 
 
-def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBinding:
+def _planned_action_binding(
+    tool: BaseTool,
+    planned: PlannedAction,
+    tools: Sequence[BaseTool] = (),
+    history: Sequence[AnyMessage] = (),
+) -> StepBinding:
     """The act step of an item whose tool the plan chose: only that tool, its first free text
     argument the item's target, any other the other quoted words of its clause. When that
-    leaves the model no choice, the harness makes the call itself."""
+    leaves the model no choice, the harness makes the call itself. A tool that acts on one
+    listed task first gets the list (its lookup tool, called by the harness), and its target is
+    the id of the task the user's words match (``agent.prompting.compact_lookup``)."""
     definition = compact_tool(tool)
     parameters = definition["function"]["parameters"]
-    others = [phrase for phrase in planned.clause_quotes if phrase != planned.target]
+    quotes = planned.clause_quotes
+    others = [phrase for phrase in quotes if phrase != planned.target]
+    target = planned.target
+    lister = lookup_tool(tool, tools)
+    if lister is not None:
+        listed = looked_up(history)
+        if listed is None:
+            reply = lookup_call(lister)
+            return StepBinding("act", [], lister.name, ACTION_MAX_TOKENS, reply=reply)
+        task = matching_task(target, listed, quoted=target in quotes)
+        if task is not None:
+            target = task_reference(task)
     if others:
         # The clause quotes a second phrase ("rename 'a' to 'b'"): the first optional free
         # text argument (a new title) takes it; the compact schema drops optional ones.
@@ -382,7 +440,7 @@ def _planned_action_binding(tool: BaseTool, planned: PlannedAction) -> StepBindi
     choice = False
     for name, schema in parameters.get("properties", {}).items():
         if _is_free_string(schema):
-            options = [planned.target] if first or not others else others
+            options = [target] if first or not others else others
             first = False
             parameters["properties"][name] = {"enum": options}
             schema = parameters["properties"][name]
@@ -403,7 +461,10 @@ def _is_free_string(schema: Mapping[str, Any]) -> bool:
 
 
 def _plan_binding(
-    steps: Sequence[RequestStep], tools: Sequence[BaseTool], required: bool
+    steps: Sequence[RequestStep],
+    tools: Sequence[BaseTool],
+    required: bool,
+    history: Sequence[AnyMessage] = (),
 ) -> StepBinding:
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
@@ -429,14 +490,15 @@ def _plan_binding(
             plan_decided=decided,
             plan_required=required,
             plan_tools=tuple(tools),
+            plan_history=tuple(history),
         )
     items = plan_items(steps, decided, tools)
     by_name = {tool.name: tool for tool in tools}
     if len(items) == 1 and not required:
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
         action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
-        if action is not None and action.tool in by_name:
-            return _planned_action_binding(by_name[action.tool], action)
+        if action is not None and action.tool in by_name and not agent_type(by_name[action.tool]):
+            return _planned_action_binding(by_name[action.tool], action, tools, history)
     if items or required:
         return StepBinding(
             "plan",
@@ -449,6 +511,38 @@ def _plan_binding(
     names = ", ".join(tool.name for tool in tools)
     reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+
+
+def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIMessage | None:
+    """A compact worker's next message without its model, or None to ask the model.
+
+    The item handed over carries the plan's action in its context (``use add_task on "x"``):
+    the worker makes that call as the supervisor would (its lookup first, for an action on an
+    existing task), then answers with what it returned. Why: the worker's own loop leaves the
+    small model a free choice of tools and words, which it did not use (measured: the 270M
+    model answered without calling a tool)."""
+    hand_over = next((m for m in reversed(history) if isinstance(m, HumanMessage)), None)
+    if hand_over is None:
+        return None
+    by_name = {tool.name: tool for tool in tools}
+    action = next(
+        (
+            found
+            for line in hand_over.text.splitlines()
+            if (found := _line_action(line)) is not None and found.tool in by_name
+        ),
+        None,
+    )
+    if action is None:
+        return None
+    if _since_last_todo_result(history):
+        return AIMessage(content=direct_answer(history))
+    return _planned_action_binding(by_name[action.tool], action, tools, history).reply
+
+
+def _line_action(line: str) -> PlannedAction | None:
+    text = line.split(":", 1)[1].strip() if line.startswith("Context:") else line.strip()
+    return planned_action(TurnTodo(id="", title="", context=text))
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:
@@ -591,7 +685,11 @@ def _plan_runnable(
         items = plan_items(steps, {**chosen, **binding.plan_decided}, tools)
         if not items and binding.plan_required:
             items = whole_request_items(steps)
-        direct = _direct_action(items, tools) if not binding.plan_required else None
+        direct = (
+            _direct_action(items, tools, binding.plan_history)
+            if not binding.plan_required
+            else None
+        )
         if direct is not None:
             return direct
         if items:

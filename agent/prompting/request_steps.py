@@ -216,14 +216,47 @@ def refers_back(target: str) -> bool:
     return bool(_ANAPHOR.match(" ".join(target.split())))
 
 
+_ONE = re.compile(r"^(?:it|that|this)(?:\s+(?:one|task|todo|item))?$", re.IGNORECASE)
+_TWO = re.compile(
+    r"^(?:both|both of them|the two|these two|those two|the two of them)"
+    r"(?:\s+(?:ones|tasks|todos|items))?$",
+    re.IGNORECASE,
+)
+
+
+def referents_wanted(target: str) -> int | None:
+    """How many earlier things a pointing target means: 1 for "it", 2 for "both", None for
+    "them", "all of these" (every one said since the last action)."""
+    text = " ".join(target.split())
+    if _ONE.match(text):
+        return 1
+    if _TWO.match(text):
+        return 2
+    return None
+
+
 _SUBJECT = re.compile(r"^(?:i|we|i've|i have|i'm|we've)\s+(?=\w)", re.IGNORECASE)
 
 
+_PARTICLE = re.compile(r"^(?P<verb>\w+) (?P<particle>off|up|down|out|over|away)$")
+"""A two-word verb whose object may come between its words ("check both off")."""
+MAX_SPLIT_OBJECT = 40
+"""Characters an object between a split verb's words may have ("tick the dentist one off")."""
+
+
 def verb_at_start(words: str, verbs: tuple[str, ...] | list[str]) -> str | None:
-    """The verb of ``verbs`` that ``words`` start with (after courtesy), longest first."""
+    """The verb of ``verbs`` that ``words`` start with (after courtesy), longest first. A verb
+    with a particle ("check off") also matches around its object ("check both off"), when the
+    particle ends the words or the object is short."""
     text = _LEADING_FILLER.sub("", words).strip().casefold()
     for verb in sorted(verbs, key=len, reverse=True):
         if re.match(rf"{re.escape(verb.casefold())}(?![\w'])", text):
+            return verb
+    for verb in verbs:
+        split = _PARTICLE.match(verb.casefold())
+        if split is not None and re.match(
+            rf"{split['verb']}\s+[^.;:!?]{{1,{MAX_SPLIT_OBJECT}}}?\s+{split['particle']}\b", text
+        ):
             return verb
     return None
 
@@ -236,11 +269,18 @@ def core_phrase(step: RequestStep, verb: str | None = None) -> str:
     if step.quoted:
         return step.phrase
     text = _LEADING_FILLER.sub("", step.phrase).strip()
+    split = _PARTICLE.match(verb.casefold()) if verb is not None else None
     if verb is not None and text.casefold().startswith(verb.casefold()):
         text = text[len(verb) :]
+    elif split is not None and text.casefold().startswith(split["verb"]):
+        # "check both off": the verb's first word here, its particle at the end (trimmed as
+        # a destination below).
+        text = re.sub(rf"\s+{split['particle']}\b", "", text[len(split["verb"]) :], count=1)
     else:
         text = _LEADING_VERB.sub("", _SUBJECT.sub("", text))
     text = _LEADING_TASK_NOUN.sub("", text.strip())
     text = _TRAILING_PLACE.sub("", text)
+    if _ONE.match(text) or _TWO.match(text):
+        return text  # "mark that task done": "that task" points back (``referents_wanted``)
     text = _LEADING_ARTICLE.sub("", text).strip(" ,.;:!?-")
     return text or step.phrase

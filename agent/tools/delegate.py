@@ -30,10 +30,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
+from agent.tool_names import DELEGATED_TOOLS_METADATA, REQUEST_VERBS_METADATA
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
 from agent.turn.blockers import ensure_unblocked
 from agent.turn.budget import extended_budget
@@ -242,6 +244,35 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
     return delegate
 
 
+def delegated_tools(registry: WorkerRegistry) -> dict[str, dict[str, Any]]:
+    """The workers' tools that declare request verbs (``DELEGATED_TOOLS_METADATA``), the first
+    worker's for a name two hold."""
+    found: dict[str, dict[str, Any]] = {}
+    for worker in registry.values():
+        for node in worker.graph.get_graph().nodes.values():
+            if not isinstance(node.data, ToolNode):
+                continue
+            for name, held in node.data.tools_by_name.items():
+                verbs = (held.metadata or {}).get(REQUEST_VERBS_METADATA)
+                if verbs and name not in found:
+                    lines = (held.description or "").strip().splitlines()
+                    found[name] = {
+                        "agentType": worker.name,
+                        "verbs": list(verbs),
+                        "description": lines[0] if lines else "",
+                    }
+    return found
+
+
 def delegation_tools(registry: WorkerRegistry, database: Database) -> list[BaseTool]:
-    """``[delegate]`` when any worker is registered, else nothing (the default graph)."""
-    return [build_delegate_tool(registry, database)] if registry else []
+    """``[delegate]`` when any worker is registered, else nothing (the default graph). Its
+    metadata names the workers' tools, so a plan made from the request's verbs can hand a step
+    to the worker that does it."""
+    if not registry:
+        return []
+    delegate = build_delegate_tool(registry, database)
+    delegate.metadata = {
+        **(delegate.metadata or {}),
+        DELEGATED_TOOLS_METADATA: delegated_tools(registry),
+    }
+    return [delegate]

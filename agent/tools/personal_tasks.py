@@ -25,7 +25,7 @@ from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
 from agent.errors import ErrorCode, ToolFailure
-from agent.tool_names import IN_ORDER_METADATA, REQUEST_VERBS_METADATA
+from agent.tool_names import IN_ORDER_METADATA, LOOKUP_TOOL_METADATA, REQUEST_VERBS_METADATA
 from agent.tools.audited import TaskToolFunction, audited_task_tool
 from agent.tools.request_verbs import TASK_VERBS
 from agent.tools.runtime import ToolRuntimeT
@@ -190,6 +190,10 @@ REQUEST_VERBS: dict[str, tuple[str, ...]] = {
 }
 """The verbs a request asks for each tool with (``REQUEST_VERBS_METADATA``)."""
 
+LOOKED_UP = frozenset({"complete_task", "update_task", "delete_task"})
+"""The tools that act on one existing task, found through ``list_tasks``
+(``LOOKUP_TOOL_METADATA``)."""
+
 
 def build_task_tools(database: Database) -> list[BaseTool]:
     """The five personal-task tools bound to ``database`` (process-wide; the user, conversation
@@ -203,4 +207,6 @@ def build_task_tools(database: Database) -> list[BaseTool]:
             IN_ORDER_METADATA: True,
             REQUEST_VERBS_METADATA: REQUEST_VERBS[task_tool.name],
         }
+        if task_tool.name in LOOKED_UP:  # they find a task by what the user called it
+            task_tool.metadata[LOOKUP_TOOL_METADATA] = "list_tasks"
     return tools

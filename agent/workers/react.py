@@ -20,7 +20,14 @@ from langgraph.types import Command
 from agent.calls.ordering import build_tools_node
 from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context, run_settings
-from agent.llm.chat_models import ModelSetting, invalid_tool_call_messages, resolve_chat_model
+from agent.llm.chat_models import (
+    ModelSetting,
+    invalid_tool_call_messages,
+    model_setting_of,
+    resolve_chat_model,
+)
+from agent.prompting.builder import COMPACT, prompt_profile
+from agent.prompting.compact_tools import worker_step
 from agent.workers.worker import Worker, WorkerState
 from prompts import Prompts, active_prompts
 
@@ -48,8 +55,15 @@ def build_worker(
         if prompts not in prompts_read:  # read prompt files off the event loop, once
             await asyncio.to_thread(prompts.load_all)
             prompts_read.add(prompts)
+        settings = run_settings(runtime.context)
+        if prompt_profile(settings, model_setting_of(model, settings)) is COMPACT:
+            # A small model: the harness does the item's planned action (issue 27).
+            reply = worker_step(tool_list, state.messages)
+            if reply is not None:
+                target: WorkerTarget = "tools" if reply.tool_calls else "__end__"
+                return Command(goto=target, update={"messages": [reply]})
         system = "\n\n".join(prompts.load(section) for section in prompt_sections)
-        chat = await resolve_chat_model(model, run_settings(runtime.context))
+        chat = await resolve_chat_model(model, settings)
         bound = chat.bind_tools(model_tool_schemas(tool_list)) if tool_list else chat
         response = await bound.ainvoke([SystemMessage(content=system), *state.messages])
         if not isinstance(response, AIMessage):

@@ -436,16 +436,33 @@ def test_items_listed_under_a_heading_take_its_verb_and_a_closing_each_of_them_a
     ]
 
 
+def looked_up_history(
+    tools: list[Any], request: str, tasks: list[tuple[str, str]], rows: list[TurnTodo] = ()
+) -> list[Any]:
+    """The turn after the harness's lookup call for the step, with ``tasks`` (id, title) listed."""
+    history: list[Any] = [HumanMessage(request)]
+    lookup = step_binding(tools, list(rows), history, None, request)
+    assert lookup.reply is not None, "an action on an existing task first lists the tasks"
+    [call] = lookup.reply.tool_calls
+    listed = {"status": "success", "tasks": [{"id": i, "title": t} for i, t in tasks]}
+    result = ToolMessage(
+        content=json.dumps(listed), tool_call_id=call["id"], name=call["name"], status="success"
+    )
+    return [*history, lookup.reply, result]
+
+
 def test_a_rename_takes_the_new_title_from_the_second_quote(tools: list[Any]) -> None:
     request = "Rename my task 'call grandma' to 'call grandma on Sunday'."
 
-    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    history = looked_up_history(tools, request, [("t-1", "call grandma")])
+
+    binding = step_binding(tools, [], history, None, request)
 
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
     assert (call["name"], call["args"]) == (
         "update_task",
-        {"task_identifier": "call grandma", "new_title": "call grandma on Sunday"},
+        {"task_identifier": "t-1", "new_title": "call grandma on Sunday"},
     )
 
 
@@ -549,9 +566,12 @@ def test_it_points_at_the_words_before_and_is_never_searched_as_a_title(
 ) -> None:
     request = "I paid the electricity bill this morning, you can tick it off."
 
-    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    listed = [("t-1", "call the plumber"), ("t-2", "pay the electricity bill")]
+    history = looked_up_history(tools, request, listed)
 
-    assert binding.reply is not None
+    binding = step_binding(tools, [], history, None, request)
+
+    # "it" is the words before; the task is found by them, not by a title containing "it".
+    assert binding.phase == "act" and binding.reply is not None
     [call] = binding.reply.tool_calls
-    assert call["name"] == "complete_task"
-    assert call["args"]["task_identifier"] == "paid the electricity bill this morning"
+    assert (call["name"], call["args"]) == ("complete_task", {"task_identifier": "t-2"})

@@ -1,0 +1,178 @@
+"""Finding the task a compact step acts on from the user's words, through its toolset's list.
+
+Why: users name a task in their own words ("I paid the electricity bill, tick it off" for the
+task "pay the electricity bill", "check both off" after "I washed the car and mowed the lawn"),
+and some tools take only an id (the conversation list's ``CompleteTask`` needs "3"). A small
+model can neither rewrite the words into the title nor copy an id it never saw. So before an
+action on one existing task, the harness calls the tool the acting tool names as its lookup
+(``agent.tool_names.LOOKUP_TOOL_METADATA``), without a model call, and passes the id of the
+listed task the step's words match:
+
+1. a title equal to the words (case-insensitive);
+2. else the one title that contains the words, or that the words contain;
+3. else, for words the user did not quote, the one title sharing the most content words with
+   them (stems compared, so "washed"/"wash", "mowed"/"mow" meet), at least one and more than
+   any other title. Quoted words are a title the user spelled out: no fuzzy match for them.
+
+No match leaves the user's words as the argument, so the tool's own error says the task was not
+found and the item is cancelled with it (nothing is completed by a guess).
+
+The lookup call's id starts with ``LOOKUP_CALL_PREFIX``, so its result is not taken for the
+item's action (``agent.prompting.compact_tools`` closes an item once its action returned).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+
+from agent.tool_names import LOOKUP_TOOL_METADATA, TODO_TOOL_NAMES
+
+LOOKUP_CALL_PREFIX = "call_lookup_"
+"""The start of the tool-call id of every lookup the harness makes."""
+
+_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "our",
+        "your",
+        "this",
+        "that",
+        "these",
+        "those",
+        "to",
+        "of",
+        "for",
+        "on",
+        "in",
+        "at",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "it",
+        "its",
+        "i",
+        "we",
+        "you",
+        "me",
+        "us",
+        "today",
+        "tonight",
+        "yesterday",
+        "morning",
+        "evening",
+        "afternoon",
+        "now",
+        "just",
+        "already",
+        "task",
+        "tasks",
+        "todo",
+        "item",
+        "list",
+        "done",
+        "off",
+        "up",
+        "as",
+    ]
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def lookup_tool(tool: BaseTool, tools: Sequence[BaseTool]) -> BaseTool | None:
+    """The bound tool that lists what ``tool`` acts on, if it declares one and it is bound."""
+    name = (tool.metadata or {}).get(LOOKUP_TOOL_METADATA)
+    return next((other for other in tools if other.name == name), None)
+
+
+def is_lookup(message: ToolMessage) -> bool:
+    """Whether ``message`` is the result of a harness lookup rather than an action."""
+    return message.tool_call_id.startswith(LOOKUP_CALL_PREFIX)
+
+
+def lookup_call(tool: BaseTool) -> AIMessage:
+    """The harness's call of the lookup tool with no arguments (every listed task)."""
+    call_id = f"{LOOKUP_CALL_PREFIX}{uuid.uuid4().hex[:20]}"
+    return AIMessage(content="", tool_calls=[{"name": tool.name, "args": {}, "id": call_id}])
+
+
+def looked_up(history: Sequence[AnyMessage]) -> list[dict[str, Any]] | None:
+    """The tasks the current item's lookup listed (since the newest user message or plan-tool
+    result), or None when no lookup was made for it yet."""
+    for message in reversed(history):
+        if isinstance(message, HumanMessage):
+            return None
+        if isinstance(message, ToolMessage):
+            if message.name in TODO_TOOL_NAMES:
+                return None
+            if is_lookup(message):
+                return _listed(message)
+    return None
+
+
+def _listed(message: ToolMessage) -> list[dict[str, Any]]:
+    try:
+        payload = json.loads(message.text)
+    except ValueError:
+        return []
+    tasks = payload.get("tasks", payload.get("items")) if isinstance(payload, dict) else None
+    if not isinstance(tasks, list):
+        return []
+    return [task for task in tasks if isinstance(task, dict) and "title" in task]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:  # "stopp(ed)" -> "stop"
+        word = word[:-1]
+    return word.rstrip("e")  # "wash"/"washe", "mow"/"mowe"
+
+
+def content_stems(text: str) -> set[str]:
+    """The words of ``text`` that say what it is about, stemmed."""
+    return {_stem(word) for word in _WORD.findall(text.casefold()) if word not in _STOP_WORDS}
+
+
+def matching_task(
+    words: str, tasks: Sequence[Mapping[str, Any]], *, quoted: bool
+) -> Mapping[str, Any] | None:
+    """The listed task ``words`` name, by the rules of the module docstring, or None."""
+    said = " ".join(words.casefold().split())
+    titles = [(task, " ".join(str(task["title"]).casefold().split())) for task in tasks]
+    exact = [task for task, title in titles if title == said]
+    if exact:
+        return exact[0]
+    within = [task for task, title in titles if said and (said in title or title in said)]
+    if len(within) == 1:
+        return within[0]
+    if quoted or within:
+        return None
+    stems = content_stems(words)
+    scores = sorted(
+        ((len(stems & content_stems(title)), index) for index, (_, title) in enumerate(titles)),
+        reverse=True,
+    )
+    if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+        return None
+    return titles[scores[0][1]][0]
+
+
+def task_reference(task: Mapping[str, Any]) -> str:
+    """What the acting tool is given for the matched task: its id, else its title."""
+    identifier = task.get("id", task.get("task_id"))
+    return str(identifier) if identifier not in (None, "") else str(task["title"])
