@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
+from langgraph.graph.ui import AnyUIMessage, ui_message_reducer
 
 TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
 
@@ -101,6 +102,11 @@ class SupervisorState(InputState):
     """Personal tasks changed in this turn as ``{"action", "task_id", "title"}`` (seed 003), so a
     UI can refresh."""
 
+    ui: Annotated[list[AnyUIMessage], ui_message_reducer] = field(default_factory=list)
+    """LangGraph generative UI messages (``push_ui_message``): one plan card per turn, replaced
+    as the plan moves, that agent-chat-ui shows under the turn's newest AI message
+    (``agent.turn.plan_card``)."""
+
     # What one step of a run hands to the next so the next need not read the database. These
     # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
     # (a resume, a Studio replay, a fork) has neither, reads, and so never trusts them. Neither
@@ -135,3 +141,5 @@ class OutputState:
     """LLM calls the turn made."""
     modifiedTasks: Annotated[list[dict[str, Any]], extend_or_reset] = field(default_factory=list)
     """Personal tasks the turn changed."""
+    ui: Annotated[list[AnyUIMessage], ui_message_reducer] = field(default_factory=list)
+    """Generative UI messages: each turn's plan card (see SupervisorState)."""

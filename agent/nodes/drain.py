@@ -40,6 +40,7 @@ from agent.turn.outcome import (
     plan_complete_message,
     stalled_message,
 )
+from agent.turn.plan_card import plan_snapshot, show_plan_card
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
 from prompts import render_prompt
@@ -103,7 +104,14 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
-        todos = [row.to_dict() for row in rows]
+        todos = plan_snapshot(rows)
+        show_plan_card(
+            state.turnId,
+            todos,
+            [*state.messages, *messages],
+            turn_status=result.get("turnStatus", "running"),
+            llm_calls=result.get("llmCalls", state.llmCalls),
+        )
         handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
             handed = hand_over(todos, claim.scope, claim.step, rows, shown=True)
