@@ -12,6 +12,7 @@ import {
   ComposerPrimitive,
   MessagePrimitive,
   ThreadPrimitive,
+  type ToolCallMessagePartComponent,
 } from "@assistant-ui/react";
 import {
   useLangGraphInterruptState,
@@ -115,10 +116,17 @@ function UserMessage() {
   );
 }
 
+/** A tool call in the chat: its name and arguments, one line (the plan shows the rest). */
+const ToolCall: ToolCallMessagePartComponent = ({ toolName, args }) => (
+  <div className="tool-call" data-testid="tool-call">
+    → {toolName}({JSON.stringify(args).slice(0, 120)})
+  </div>
+);
+
 function AssistantMessage() {
   return (
     <MessagePrimitive.Root className="msg assistant" data-testid="assistant-message">
-      <MessagePrimitive.Parts />
+      <MessagePrimitive.Parts components={{ tools: { Fallback: ToolCall } }} />
     </MessagePrimitive.Root>
   );
 }

@@ -24,10 +24,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.dev_server import REPO, DevServer
+from tests.dev_server import REPO, DevServer, copy_project, run_dev_server
 from tests.fakes import plan_rows
 from tests.http_oracle import HttpPlanOracle, plan_view_of
-from tests.scripted_openai import Reply, text, tool_calls
+from tests.scripted_openai import Reply, ScriptedOpenAIServer, text, tool_calls
 
 ENABLED = os.environ.get("TURNPLAN_BROWSER") == "1"
 CHROMIUM = Path(os.environ.get("TURNPLAN_CHROMIUM", "/usr/bin/chromium"))
@@ -219,3 +219,26 @@ def test_a_question_is_answered_from_its_form_in_the_same_turn(
     with closing(sqlite3.connect(dev_server.database)) as connection:
         (turns,) = connection.execute("SELECT COUNT(*) FROM turns").fetchone()
     assert turns == 1
+
+
+def test_the_dev_server_serves_the_plan_card_component(
+    tmp_path: Path, scripted_openai: ScriptedOpenAIServer
+) -> None:
+    """``langgraph dev --config langgraph.ui.json`` bundles ``ui/src/plan_card.tsx`` (langgraph-api
+    runs ``npx @langchain/langgraph-ui``: node and the npm registry) and serves the ``plan``
+    component agent-chat-ui loads for the card."""
+    folder = copy_project(tmp_path / "project")
+    (folder / "ui" / "node_modules").symlink_to(UI / "node_modules")
+    with run_dev_server(
+        folder, scripted_openai, extra_args=["--config", "langgraph.ui.json"]
+    ) as server:
+        deadline = time.monotonic() + 240
+        bundle = folder / ".langgraph_api" / "ui" / "public" / "supervisor" / "entrypoint.js"
+        while not bundle.exists() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert bundle.exists(), server.log_tail()
+        page = httpx.post(f"{server.url}/ui/supervisor", json={"name": "plan"}, timeout=10)
+        assert page.status_code == 200
+        assert "/ui/supervisor/entrypoint.js" in page.text and "plan" in page.text
+        script = httpx.get(f"{server.url}/ui/supervisor/entrypoint.js", timeout=10)
+        assert script.status_code == 200 and "Plan: " in script.text
