@@ -10,7 +10,7 @@ plan card through LangGraph's generative UI.
 - agent-chat-ui shows generative UI messages (``push_ui_message``, the ``ui`` state key) under
   the AI message they name. Each turn has one card (id ``plan:<turnId>``) that every plan change
   replaces, anchored to the newest AI message, so the card follows the turn as it moves and
-  ends with its status and LLM calls. Its component is ``plan`` in ``ui/src/plan_card.tsx``,
+  ends with its status and LLM calls. Its component is ``plan`` in ``ui/src/PlanCard.tsx``,
   served by ``langgraph dev --config langgraph.ui.json``.
 
 The custom ``turnplan.todo`` stream events (``agent.turn.progress``) stay as they are.
@@ -29,7 +29,7 @@ from agent.state import TodoSnapshot
 from storage.models import TurnTodo
 
 PLAN_CARD = "plan"
-"""Name of the generative UI component (``ui/src/plan_card.tsx`` exports it by this name)."""
+"""Name of the generative UI component (``ui/src/PlanCard.tsx`` exports it by this name)."""
 
 
 def plan_snapshot(rows: Iterable[TurnTodo]) -> list[TodoSnapshot]:

@@ -24,7 +24,7 @@ import {
   type LangChainMessage,
 } from "@assistant-ui/react-langgraph";
 import { Client } from "@langchain/langgraph-sdk";
-import { MARKS, PlanCard, type PlanCardProps, type Todo } from "./plan_card";
+import { MARKS, PlanCard, type PlanCardProps, type Todo } from "./PlanCard";
 
 const GRAPH = "supervisor";
 const client = new Client({ apiUrl: `${window.location.origin}/api` });

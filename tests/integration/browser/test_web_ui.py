@@ -224,7 +224,7 @@ def test_a_question_is_answered_from_its_form_in_the_same_turn(
 def test_the_dev_server_serves_the_plan_card_component(
     tmp_path: Path, scripted_openai: ScriptedOpenAIServer
 ) -> None:
-    """``langgraph dev --config langgraph.ui.json`` bundles ``ui/src/plan_card.tsx`` (langgraph-api
+    """``langgraph dev --config langgraph.ui.json`` bundles ``ui/src/PlanCard.tsx`` (langgraph-api
     runs ``npx @langchain/langgraph-ui``: node and the npm registry) and serves the ``plan``
     component agent-chat-ui loads for the card."""
     folder = copy_project(tmp_path / "project")

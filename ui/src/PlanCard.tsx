@@ -1,6 +1,6 @@
 // The plan card: turnplan's generative UI component (`push_ui_message("plan", ...)` in
 // agent/turn/plan_card.py). agent-chat-ui loads it from the dev server when turnplan runs with
-// `langgraph dev --config langgraph.ui.json`; turnplan's own UI (App.tsx) renders it inline.
+// `langgraph dev --config langgraph.ui.json`; turnplan's own UI (App.tsx) shows it under the checklist.
 import React from "react";
 
 export type Todo = {
