@@ -272,6 +272,8 @@ function Interrupt() {
   const items: { title: string }[] = hitl
     ? ((request?.args.items ?? request?.args.todos ?? []) as { title: string }[])
     : ((value as ShortForm).items ?? []);
+  // The request's own name for the plan items (HITL args), so an edit sends them back under it.
+  const itemsKey = request?.args && "todos" in request.args && !("items" in request.args) ? "todos" : "items";
   const approve = () => resume(hitl ? { decisions: [{ type: "approve" }] } : { action: "approve" });
   const reject = () => {
     const message = reason.trim() || "Rejected in the web UI";
@@ -285,7 +287,7 @@ function Interrupt() {
       .map((title) => ({ title }));
     resume(
       hitl
-        ? { decisions: [{ type: "edit", edited_action: { name: request?.name ?? "create_todo", args: { ...request?.args, items: edited } } }] }
+        ? { decisions: [{ type: "edit", edited_action: { name: request?.name ?? "create_todo", args: { ...request?.args, [itemsKey]: edited } } }] }
         : { action: "edit", items: edited },
     );
     setEditing(null);
