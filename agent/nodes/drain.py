@@ -40,7 +40,7 @@ from agent.turn.outcome import (
     plan_complete_message,
     stalled_message,
 )
-from agent.turn.plan_card import plan_snapshot, show_plan_card
+from agent.turn.plan_card import plan_card, plan_snapshot
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
 from prompts import render_prompt
@@ -105,7 +105,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         result = _drain(state, context, rows, counts)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
         todos = plan_snapshot(rows)
-        show_plan_card(
+        card = plan_card(
             state.turnId,
             todos,
             [*state.messages, *messages],
@@ -123,6 +123,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             **approval,
             **result,
             **({"messages": messages} if messages else {}),
+            **card,
         }
 
     return drain

@@ -31,7 +31,7 @@ from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
 from agent.turn.budget import budget_after_round
 from agent.turn.lineage import claim_next_step
-from agent.turn.plan_card import plan_snapshot, show_plan_card
+from agent.turn.plan_card import plan_card, plan_snapshot
 from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
 from storage.repositories import TurnScope
@@ -65,8 +65,8 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             # snapshot of them (a call that failed before it ran, a read instead of a
             # hand-over), or this is a fork, whose rows are new copies with ids of their own.
             todos = plan_snapshot(claim.rows)
-            show_plan_card(state.turnId, todos, state.messages, llm_calls=state.llmCalls)
             update["todos"] = todos
+            update.update(plan_card(state.turnId, todos, state.messages, llm_calls=state.llmCalls))
             shown = True
         if claim.rows is not None and tools_ran:
             budget = budget_after_round(

@@ -52,7 +52,7 @@ from agent.turn.call_ledger import (
 )
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
-from agent.turn.plan_card import plan_snapshot, show_plan_card
+from agent.turn.plan_card import plan_card, plan_snapshot
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import HANDED_ROWS, STEP_ROWS, HandedRows, StepRows, step_rows
 from prompts import Prompts, use_prompts
@@ -156,12 +156,12 @@ async def _with_plan_snapshot(
         except ToolFailure:  # the store is down: ``execute`` reads and brings it up to date
             return result
     todos = plan_snapshot(rows)
-    show_plan_card(
+    card = plan_card(
         scope.turn_id, todos, values.get("messages") or [], llm_calls=values.get("llmCalls", 0)
     )
     if carried is not None:  # the next step finds them under the snapshot
         carried.hand(todos, scope, step, rows, shown=True)
-    return Command(update={"messages": [result], "todos": todos})
+    return Command(update={"messages": [result], "todos": todos, **card})
 
 
 GATE_MEMO = "supervisor_call_gate"

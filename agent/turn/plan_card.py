@@ -7,23 +7,23 @@ plan card through LangGraph's generative UI.
   vocabulary (``pending``, ``in_progress``, ``completed``), plus ``cancelled``, which we keep
   because a cancelled item is not a done one. ``list_todo`` results keep seed 004's shape: the
   model never sees the extra field.
-- agent-chat-ui shows generative UI messages (``push_ui_message``, the ``ui`` state key) under
-  the AI message they name. Each turn has one card (id ``plan:<turnId>``) that every plan change
-  replaces, anchored to the newest AI message, so the card follows the turn as it moves and
-  ends with its status and LLM calls. Its component is ``plan`` in ``ui/src/PlanCard.tsx``,
+- agent-chat-ui shows generative UI messages (the ``UIMessage`` of ``push_ui_message``, in the
+  ``ui`` state key with LangGraph's ``ui_message_reducer``) under the AI message they name.
+  Each turn has one card (id ``plan:<turnId>``) that every plan change replaces, anchored to
+  the newest AI message, so the card follows the turn as it moves and ends with its status
+  and LLM calls. Its component is ``plan`` in ``ui/src/PlanCard.tsx``,
   served by ``langgraph dev --config langgraph.ui.json``.
 
-The custom ``turnplan.todo`` stream events (``agent.turn.progress``) stay as they are.
+The custom ``turnplan.todo`` stream events (``agent.turn.progress``) stay as they are, and stay
+alone on the ``custom`` stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
-from langgraph.config import get_config
-from langgraph.graph.ui import push_ui_message
+from langgraph.graph.ui import UIMessage
 
 from agent.state import TodoSnapshot
 from storage.models import TurnTodo
@@ -43,30 +43,36 @@ def plan_card_id(turn_id: str) -> str:
     return f"{PLAN_CARD}:{turn_id}"
 
 
-def show_plan_card(
+def plan_card(
     turn_id: str,
     todos: Sequence[TodoSnapshot],
     messages: Sequence[AnyMessage],
     *,
     turn_status: str = "running",
     llm_calls: int = 0,
-) -> None:
-    """Push the turn's plan card (its rows, status and LLM calls so far) to the ``ui`` state key
-    and the stream, anchored to the newest AI message in ``messages``.
+) -> dict[str, list[UIMessage]]:
+    """The state update that shows the turn's plan card (its rows, status and LLM calls so far)
+    under the ``ui`` key, anchored to the newest AI message in ``messages``; ``{}`` for a turn
+    without a plan.
 
-    A turn without a plan gets no card. A node run outside a graph (unit tests calling a node
-    function) has no run to push to; nothing is pushed then, and the node's update is unchanged."""
+    The card is the ``UIMessage`` ``push_ui_message`` makes, returned with the node's own update
+    instead of pushed: ``push_ui_message`` also writes every card to the ``custom`` stream, where
+    code that reads the ``turnplan.todo`` progress events (README's SDK example among them) met
+    events of another shape. UIs get the card from ``values.ui`` after the step that changed the
+    plan, the moment the card would have been pushed (plan changes end a step)."""
     if not turn_id or not todos:
-        return
-    try:
-        get_config()
-    except RuntimeError:
-        return
+        return {}
     anchor = next((m for m in reversed(messages) if isinstance(m, AIMessage) and m.id), None)
-    props: dict[str, Any] = {
-        "turnId": turn_id,
-        "todos": [dict(todo) for todo in todos],
-        "turnStatus": turn_status,
-        "llmCalls": llm_calls,
+    card: UIMessage = {
+        "type": "ui",
+        "id": plan_card_id(turn_id),
+        "name": PLAN_CARD,
+        "props": {
+            "turnId": turn_id,
+            "todos": [dict(todo) for todo in todos],
+            "turnStatus": turn_status,
+            "llmCalls": llm_calls,
+        },
+        "metadata": {"merge": False, **({"message_id": anchor.id} if anchor else {})},
     }
-    push_ui_message(PLAN_CARD, props, id=plan_card_id(turn_id), message=anchor)
+    return {"ui": [card]}

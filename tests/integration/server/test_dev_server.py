@@ -46,10 +46,10 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
         context={"user_id": "alice", "max_iterations": 20},
         stream_mode=["custom", "values"],
     ):
-        if part.event == "custom" and part.data["type"] == "turnplan.todo":
+        if part.event == "custom":
             events.append(part.data)
-        elif part.event == "custom" and part.data["type"] == "ui":  # the plan card, live
-            cards.append(part.data)
+        elif part.event == "values" and part.data.get("ui"):  # the plan card after each step
+            cards.append(part.data["ui"][-1])
         assert part.event != "error", f"{part.data}\n{dev_server.log_tail()}"
 
     assert [e["event"] for e in events if e["title"] == titles[0]] == [
