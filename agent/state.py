@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
+from langgraph.graph.ui import AnyUIMessage, ui_message_reducer
 from pydantic import Field
 
 TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
@@ -69,11 +70,18 @@ class InputState:
         ),
     ] = field(default_factory=list)
 
-    continuePlan: bool = False
-    """Continue the plan earlier turns of this conversation left unfinished: their open rows
-    become this turn's plan (``agent.turn.continuation``). With a new human message it is that
-    turn's; without one, the turn is "continue the plan" alone. Read once by ``plan``, which
-    sets it back to False, so the next run does not continue again unless it asks."""
+    continuePlan: Annotated[
+        bool,
+        Field(
+            description=(
+                "Continue the plan earlier turns of this conversation left unfinished: their "
+                "open rows become this turn's plan (`agent.turn.continuation`). With a new human "
+                "message it is that turn's; without one, the turn is 'continue the plan' alone. "
+                "Read once by `plan`, which sets it back to False, so the next run does not "
+                "continue again unless it asks."
+            )
+        ),
+    ] = False
 
 
 @dataclass(kw_only=True)
@@ -292,11 +300,20 @@ class SupervisorState(InputState):
         extend_or_reset,
     ] = field(default_factory=list)
 
-    workerLlmCalls: Annotated[list[int], extend_or_reset] = field(default_factory=list)
-    """LLM calls made by workers in the last tool round, one entry per delegation (several may
-    run side by side in one round, so each adds its own entry instead of writing ``llmCalls``).
-    ``execute`` adds them to ``llmCalls`` after the round and empties the list: a worker's calls
-    count against the turn's budget like the supervisor's own."""
+    workerLlmCalls: Annotated[
+        list[int],
+        Field(
+            description=(
+                "LLM calls made by workers in the last tool round, one entry per delegation "
+                "(several may run side by side in one round, so each adds its own entry instead "
+                "of writing `llmCalls`). `execute` adds them to `llmCalls` after the round and "
+                "empties the list: a worker's calls count against the turn's budget like the "
+                "supervisor's own."
+            )
+        ),
+        extend_or_reset,
+    ] = field(default_factory=list)
+
     evidenceLog: Annotated[
         list[dict[str, Any]],
         Field(
@@ -327,6 +344,18 @@ class SupervisorState(InputState):
         ),
         add_or_reset,
     ] = 0
+
+    ui: Annotated[
+        list[AnyUIMessage],
+        Field(
+            description=(
+                "LangGraph generative UI messages (`push_ui_message`): one plan card per turn, "
+                "replaced as the plan moves, that agent-chat-ui shows under the turn's newest AI "
+                "message (`agent.turn.plan_card`)."
+            )
+        ),
+        ui_message_reducer,
+    ] = field(default_factory=list)
 
     # What one step of a run hands to the next so the next need not read the database. These
     # channels are never checkpointed (``UntrackedValue``): a run that starts from a checkpoint
@@ -424,3 +453,8 @@ class OutputState:
         Field(description="Tokens of those calls."),
         add_or_reset,
     ] = 0
+    ui: Annotated[
+        list[AnyUIMessage],
+        Field(description="Generative UI messages: each turn's plan card (see SupervisorState)."),
+        ui_message_reducer,
+    ] = field(default_factory=list)

@@ -43,6 +43,7 @@ from agent.turn.outcome import (
     stalled_message,
     tokens_exhausted_message,
 )
+from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
 from agent.turn.usage import store_row_usage, todos_with_usage, tokens_exhausted, turn_usage
@@ -109,8 +110,15 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         if result.get("turnStatus", "running") != "running":
             await store_row_usage(deps.database, claim.scope, state.rowUsage, state.usageEstimated)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
-        todos = todos_with_usage(
-            folded_snapshot(rows, state.todos, state.evidenceLog), state.rowUsage
+        todos = ui_todos(
+            todos_with_usage(folded_snapshot(rows, state.todos, state.evidenceLog), state.rowUsage)
+        )
+        card = plan_card(
+            state.turnId,
+            todos,
+            [*state.messages, *messages],
+            turn_status=result.get("turnStatus", "running"),
+            llm_calls=result.get("llmCalls", state.llmCalls),
         )
         handed = NOTHING_HANDED
         if result.get("turnStatus", "running") == "running" and not approval:
@@ -124,6 +132,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             **approval,
             **result,
             **({"messages": messages} if messages else {}),
+            **card,
         }
 
     return drain

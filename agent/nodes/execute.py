@@ -37,6 +37,7 @@ from agent.turn.evidence import folded_snapshot
 from agent.turn.idle import judge_round, repeated_summary
 from agent.turn.lineage import claim_next_step
 from agent.turn.outcome import stalled_idle_message
+from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
 from agent.turn.usage import store_row_usage, todos_with_usage, tokens_exhausted, turn_usage
@@ -88,8 +89,9 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             # The state's plan may be behind these rows: the tools step could not leave a
             # snapshot of them (a call that failed before it ran, a read instead of a
             # hand-over), or this is a fork, whose rows are new copies with ids of their own.
-            todos = folded_snapshot(claim.rows, state.todos, state.evidenceLog)
+            todos = ui_todos(folded_snapshot(claim.rows, state.todos, state.evidenceLog))
             update.update(todos=todos, evidenceLog=[])
+            update.update(plan_card(state.turnId, todos, state.messages, llm_calls=state.llmCalls))
             shown = True
         llm_calls = state.llmCalls
         if state.workerLlmCalls:

@@ -49,6 +49,7 @@ from agent.turn.identity import (
     turn_id_of,
 )
 from agent.turn.lineage import RunIdentity, TurnRefused, begin_turn, identity_of
+from agent.turn.plan_card import ui_todos
 from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
@@ -85,7 +86,7 @@ async def edit_plan(
         return {"planEditResult": {"status": "error", **failure.envelope()}}
     return {
         "planEditResult": {"status": "applied", "applied": result.applied},
-        "todos": [row.to_dict() for row in result.rows],
+        "todos": ui_todos(row.to_dict() for row in result.rows),
         **NOTHING_HANDED,
     }
 

@@ -54,6 +54,7 @@ from agent.turn.call_ledger import (
 from agent.turn.evidence import EvidenceEntry, folded_snapshot, record_call
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
+from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import with_running_usage
 from agent.turn.rows_handoff import HANDED_ROWS, STEP_ROWS, HandedRows, StepRows, step_rows
@@ -161,10 +162,13 @@ async def _with_plan_snapshot(
     # The calls of this message written before this one have returned and logged their
     # evidence here; their own updates come before this one's, which empties the log.
     logged = [*(values.get("evidenceLog") or []), *message_memo().get(EVIDENCE_MEMO, [])]
-    todos = folded_snapshot(rows, values.get("todos"), logged)
+    todos = ui_todos(folded_snapshot(rows, values.get("todos"), logged))
+    card = plan_card(
+        scope.turn_id, todos, values.get("messages") or [], llm_calls=values.get("llmCalls", 0)
+    )
     if carried is not None:  # the next step finds them under the snapshot
         carried.hand(todos, scope, step, rows, shown=True)
-    snapshot = {"todos": todos, "evidenceLog": []}
+    snapshot = {"todos": todos, "evidenceLog": [], **card}
     if isinstance(result, Command):  # complete_todo with the verifier model's usage
         update = result.update if isinstance(result.update, dict) else {}
         return Command(update={**update, **snapshot})

@@ -38,6 +38,7 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     thread = await client.threads.create()
 
     events: list[dict[str, Any]] = []
+    cards: list[dict[str, Any]] = []
     async for part in client.runs.stream(
         thread["thread_id"],
         "supervisor",
@@ -47,6 +48,8 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     ):
         if part.event == "custom":
             events.append(part.data)
+        elif part.event == "values" and part.data.get("ui"):  # the plan card after each step
+            cards.append(part.data["ui"][-1])
         assert part.event != "error", f"{part.data}\n{dev_server.log_tail()}"
 
     assert [e["event"] for e in events if e["title"] == titles[0]] == [
@@ -62,6 +65,21 @@ async def _run_and_check(client: Any, dev_server: DevServer, titles: list[str]) 
     assert values["conversationId"] == thread["thread_id"]
     assert values["messages"][-1]["content"] == "All done."
     assert len(model_server.requests) == len(titles) + 2
+    # The plan where UIs look for it: deep-agents-ui's todo shape next to ours, and one
+    # generative-UI card for the turn that moved with the plan and ended with the turn.
+    assert [(t["content"], t["title"], t["status"]) for t in values["todos"]] == [
+        (title, title, "completed") for title in titles
+    ]
+    (card,) = values["ui"]
+    assert card["id"] == f"plan:{values['turnId']}" and card["name"] == "plan"
+    assert card["props"]["turnStatus"] == "answered"
+    assert card["props"]["llmCalls"] == len(titles) + 2
+    assert [t["status"] for t in card["props"]["todos"]] == ["completed"] * 3
+    ai_ids = {m["id"] for m in values["messages"] if m["type"] == "ai"}
+    assert card["metadata"]["message_id"] in ai_ids
+    live = [[t["status"] for t in c["props"]["todos"]] for c in cards]
+    assert live[0] == ["in_progress", "pending", "pending"]
+    assert live[-1] == ["completed"] * 3
 
     # README's default database, under the folder the server was started in.
     with closing(sqlite3.connect(dev_server.database)) as connection:
