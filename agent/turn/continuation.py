@@ -15,11 +15,10 @@ twice. A tool call's result is recorded in the same transaction (``agent.turn.ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from agent.errors import database_failure
@@ -33,6 +32,7 @@ from storage.repositories import (
     ToolCallKey,
     TurnScope,
     TurnTodoRepository,
+    copy_dependencies,
 )
 
 CONTINUED_OUTCOME = "continued in turn {turn_id}"
@@ -55,14 +55,6 @@ ContinuationReceipt = tuple[ToolCallKey, Callable[[ContinuedPlan], str]]
 """A tool call's key and how its result is rendered, recorded with the change."""
 
 
-async def copy_dependencies(session: AsyncSession, copies: Mapping[str, str]) -> None:
-    """Where the dependencies between copied rows are carried over (``copies``: old row id ->
-    new row id, in this transaction). Branch i30-deps stores ``blockedBy`` in a table of its
-    own: an edge between two copied rows becomes the same edge between their copies; an edge
-    to a row that was not copied (it was closed) is satisfied and is dropped. Until that
-    table exists there is nothing to copy."""
-
-
 async def open_titles_elsewhere(database: Database, scope: TurnScope) -> list[str]:
     """The titles of the rows other turns of the conversation left open, in plan order."""
     try:
@@ -75,13 +67,15 @@ async def open_titles_elsewhere(database: Database, scope: TurnScope) -> list[st
 
 def _new_priorities(rows: list[TurnTodo], start: int) -> list[int]:
     """Priorities for the copies: each old turn's stages in their order, one turn after
-    another, all after ``start``."""
+    another, all after ``start``. The rows a turn had in progress together (a stage, or the
+    branches a closed blocker freed at once, issue 30) are one stage of the copy, so they start
+    together again."""
     stage_of: dict[tuple[str, int], int] = {}
-    for row in rows:
-        key = (row.turnId, row.priority)
+    keys = [(row.turnId, -1 if row.status == "in_progress" else row.priority) for row in rows]
+    for key in keys:
         if key not in stage_of:
             stage_of[key] = start + len(stage_of)
-    return [stage_of[(row.turnId, row.priority)] for row in rows]
+    return [stage_of[key] for key in keys]
 
 
 async def continue_open_rows(
@@ -122,7 +116,7 @@ async def continue_open_rows(
                 set_committed_value(new, "continuedFrom", old.id)
                 set_committed_value(old, "continuedIn", new.id)
             copied = {old.id: new.id for old, new in zip(closed, copies, strict=True)}
-            await copy_dependencies(session, copied)
+            await copy_dependencies(session, scope, copied)
             change = await TurnPlan(database, scope).start_next_in(todos)
             continued = ContinuedPlan(copies=copies, closed=closed, change=change)
             if receipt is not None:

@@ -198,3 +198,37 @@ async def test_an_existing_database_gains_the_continuations_table(tmp_path: Path
     with closing(sqlite3.connect(path)) as connection:
         links = connection.execute("SELECT fromTurnId, toTurnId FROM todo_continuations").fetchall()
     assert links == [("t1", "t2")]
+
+
+async def test_a_continued_plan_keeps_the_dependencies_among_its_open_rows(
+    database: Database,
+) -> None:
+    """find -> (book, email) -> invite with 'find' done: the copies of book and email start
+    together, invite still waits for both copies, and nothing points back at the old rows."""
+    await database.create_schema()
+    earlier = TurnPlan(database, TurnScope("c", "t1"))
+    items = [
+        TodoItemInput(title="find the venue"),
+        TodoItemInput(title="book the venue", blockedBy=[0]),
+        TodoItemInput(title="email the guests", blockedBy=[0]),
+        TodoItemInput(title="send the invitations", blockedBy=[1, 2]),
+    ]
+    await earlier.add_items(items, PlanLimits())
+    old, _ = await earlier.rows()
+    find = next(row for row in old if row.title == "find the venue")
+    await earlier.close(find.id, status="completed", outcome="found it")
+
+    continued = await continue_open_rows(database, TurnScope("c", "t2"))
+
+    copies = {row.title: row for row in continued.copies}
+    assert set(copies) == {"book the venue", "email the guests", "send the invitations"}
+    rows, _ = await TurnPlan(database, TurnScope("c", "t2")).rows()
+    shown = {row.title: row.to_dict() for row in rows}
+    invite = shown["send the invitations"]
+    assert sorted(invite["blockedBy"]) == sorted(  # type: ignore[arg-type]
+        [copies["book the venue"].id, copies["email the guests"].id]
+    )
+    assert invite["status"] == "pending" and invite["ready"] is False
+    assert shown["book the venue"]["status"] == "in_progress"
+    assert shown["email the guests"]["status"] == "in_progress"
+    assert shown["book the venue"]["blockedBy"] == []  # its blocker was done: dropped
