@@ -1,13 +1,19 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
 exceptions are the writes that are transactions of their own (``Database.write_alone``): a step
 claim (``claim_step_alone``), a model answer (``record_answer_alone``) and the records of calls
-whose effect is elsewhere (``record_alone``)."""
+whose effect is elsewhere (``record_alone``, ``record_with_evidence``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
 from storage.repositories.tasks import TaskRepository
 from storage.repositories.todo_evidence import TodoEvidenceRepository
-from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
+from storage.repositories.tool_results import (
+    ToolCallKey,
+    ToolResultRepository,
+    record_alone,
+    record_in,
+    record_with_evidence,
+)
 from storage.repositories.turn_steps import (
     ModelAnswerRepository,
     TurnStepRepository,
@@ -35,4 +41,6 @@ __all__ = [
     "claim_step_alone",
     "record_alone",
     "record_answer_alone",
+    "record_in",
+    "record_with_evidence",
 ]
