@@ -51,7 +51,13 @@ from agent.turn.call_ledger import (
     record_result,
     recorded_results,
 )
-from agent.turn.evidence import EvidenceEntry, folded_snapshot, record_call
+from agent.turn.evidence import (
+    EvidenceEntry,
+    evidence_of,
+    folded_snapshot,
+    record_call,
+    written_entry,
+)
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
 from agent.turn.plan_card import plan_card, ui_todos
@@ -294,42 +300,49 @@ def build_supervisor_tools_node(
         request = await _run_tool(request, catalog)
         evidence = name not in TODO_TOOL_NAMES
         arguments = request.tool_call.get("args") or {}
-        try:
-            result = await execute(request)
-        except (GraphBubbleUp, asyncio.CancelledError):
-            raise
-        except CallAlreadyRecorded:
-            recorded = await recorded_results(database, scope.conversation_id, [record_id])
-            replayed = recorded[record_id].as_tool_result(call_id)
-            return await _with_plan_snapshot(database, request, issuer, replayed)
-        except Exception as error:
-            logger.warning(
-                "tool %s raised (conversation %s, turn %s)",
-                name,
-                scope.conversation_id,
-                scope.turn_id,
-                exc_info=True,
-            )
-            if evidence:
-                failed = f"{type(error).__name__}: {error}"
-                await record_call(
-                    database, scope, record_id, name, arguments, failed, is_error=True
+        # The call's evidence goes with its record (``record_result``), in the transaction that
+        # writes it; only a call with no record (a failure, a read) writes it on its own.
+        with evidence_of(record_id if evidence else "", arguments) as pending:
+            try:
+                result = await execute(request)
+            except (GraphBubbleUp, asyncio.CancelledError):
+                raise
+            except CallAlreadyRecorded:
+                recorded = await recorded_results(database, scope.conversation_id, [record_id])
+                replayed = recorded[record_id].as_tool_result(call_id)
+                return await _with_plan_snapshot(database, request, issuer, replayed)
+            except Exception as error:
+                logger.warning(
+                    "tool %s raised (conversation %s, turn %s)",
+                    name,
+                    scope.conversation_id,
+                    scope.turn_id,
+                    exc_info=True,
                 )
-            raise
+                if evidence:
+                    failed = f"{type(error).__name__}: {error}"
+                    await record_call(
+                        database, scope, record_id, name, arguments, failed, is_error=True
+                    )
+                raise
+            failed_call = isinstance(result, ToolMessage) and result.status == "error"
+            if (
+                isinstance(result, ToolMessage)
+                and not failed_call
+                and not catalog.records_itself(name)
+            ):
+                key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
+                await record_result(_record_batch(database), key, result)
         entry = None
-        if evidence:
-            is_error = isinstance(result, ToolMessage) and result.status == "error"
+        if evidence and pending.written and not failed_call:
+            state = request.state
+            values = state if isinstance(state, dict) else vars(state)
+            entry = written_entry(pending, name, values.get("todos"))
+        elif evidence:
             text = output_text(result)
             entry = await record_call(
-                database, scope, record_id, name, arguments, text, is_error=is_error
+                database, scope, record_id, name, arguments, text, is_error=failed_call
             )
-        if (
-            isinstance(result, ToolMessage)
-            and result.status != "error"
-            and not catalog.records_itself(name)
-        ):
-            key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-            await record_result(_record_batch(database), key, result)
         if isinstance(result, ToolMessage) and result.status == "error":
             code = error_code_of(result.content)
             if code in OPERATOR_FAULTS:

@@ -32,9 +32,16 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import database_failure
+from agent.turn.evidence import pending_evidence
 from agent.turn.identity import message_text
 from storage import Database
-from storage.repositories import ToolCallKey, ToolResultRepository, record_alone
+from storage.repositories import (
+    ToolCallKey,
+    ToolResultRepository,
+    record_alone,
+    record_in,
+    record_with_evidence,
+)
 from storage.repositories.tool_results import RecordedCall
 
 
@@ -106,20 +113,31 @@ async def record_result(
     - the ``RecordBatch`` of the running message, for a tool whose effect is not in this
       database (an MCP or caller tool): recorded right after it returned, in its own
       transaction; a record already there (another run of the call) is kept.
+
+    The call's evidence (``agent.turn.evidence.pending_evidence``: set by the tools node for a
+    call that is evidence of the rows in progress) is written with the record, in the same
+    transaction: recording a call that changed something costs nothing more.
     """
     if not key.tool_call_id:
         return
     record = result_record(key, output)
+    pending = pending_evidence(key.tool_call_id)
+    arguments = pending.arguments if pending is not None else None
     if isinstance(ledger, RecordBatch):
-        await ledger.record(record)
+        await ledger.record(record, arguments)
+        if pending is not None and key.conversation_id and key.turn_id:
+            pending.written = True  # for the rows in progress (ids: the tools node's state)
         return
     try:
-        await ToolResultRepository(ledger).record(*record)
+        todo_ids = await record_in(ledger, record, arguments)
     except IntegrityError as error:
         raise CallAlreadyRecorded(key.tool_call_id) from error
+    if pending is not None:  # committed with the change, or the call fails and says so
+        pending.written, pending.todo_ids = True, todo_ids
 
 
-PendingRecord = tuple[RecordedCall, "asyncio.Future[None]"]
+PendingRecord = tuple[RecordedCall, str | None, "asyncio.Future[None]"]
+"""A record, its evidence's arguments (None: no evidence), and the future its call awaits."""
 
 
 @dataclass
@@ -134,13 +152,14 @@ class RecordBatch:
     _pending: list[PendingRecord] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def record(self, record: RecordedCall) -> None:
-        """Write the record (``result_record``); returns once it is committed (or was already
-        there). A call outside a conversation records nothing."""
+    async def record(self, record: RecordedCall, arguments: str | None = None) -> None:
+        """Write the record (``result_record``), with its call's evidence when ``arguments``
+        (its JSON) is given; returns once it is committed (or was already there). A call
+        outside a conversation records nothing."""
         if not record[0].conversation_id:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((record, done))
+        self._pending.append((record, arguments, done))
         async with self._lock:
             if not done.done():
                 batch, self._pending = self._pending, []
@@ -149,7 +168,7 @@ class RecordBatch:
                 except BaseException:
                     # This call's write failed or was cancelled: the others waiting behind the
                     # lock write their own records, as they would have alone.
-                    self._pending[:0] = [item for item in batch if item[1] is not done]
+                    self._pending[:0] = [item for item in batch if item[2] is not done]
                     raise
         await done
 
@@ -158,23 +177,29 @@ async def _record_batch(database: Database, batch: list[PendingRecord]) -> None:
     """Write a batch of records in one statement (each record a transaction of its own) and
     resolve their futures; a record already there (another run of one of the calls) sends each
     back alone."""
+    records = [record for record, _, _ in batch]
+    arguments = [call_arguments for _, call_arguments, _ in batch]
     try:
-        await record_alone(database, [record for record, _ in batch])
+        if any(call_arguments is not None for call_arguments in arguments):
+            await record_with_evidence(database, records, arguments)
+        else:
+            await record_alone(database, records)
     except IntegrityError:
-        for record, _ in batch:
-            await _record_alone(database, record)
+        for record, call_arguments, _ in batch:
+            await _record_alone(database, record, call_arguments)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "tool call record") from error
-    for _, done in batch:
+    for _, _, done in batch:
         if not done.done():
             done.set_result(None)
 
 
-async def _record_alone(database: Database, record: RecordedCall) -> None:
-    """One record in a transaction of its own; one already there is kept."""
+async def _record_alone(database: Database, record: RecordedCall, arguments: str | None) -> None:
+    """One record (and its evidence) in a transaction of its own; one already there is kept,
+    and the evidence written with it."""
     try:
         async with database.session() as session:
-            await ToolResultRepository(session).record(*record)
+            await record_in(session, record, arguments)
     except IntegrityError:
         return
     except (SQLAlchemyError, OSError) as error:

@@ -1,18 +1,24 @@
 """A row's evidence: the tool calls made while it was in progress (issue 29 §1).
 
 A row is closed because the model says so; its evidence is what the harness saw happen. The
-supervisor's tools node records every call but the plan tools' own (``record_call``) against
-the rows in progress when it returned, so a stage's rows share the calls made while they were
-worked side by side. ``list_todo`` and the state's ``todos`` show a short summary per row
-(``evidence``: how many calls, how many failed, which tools); ``todo_evidence`` returns the whole
-list, which completion checks are given (``agent.calls.completion``).
+supervisor's tools node records every call but the plan tools' own against the rows in progress
+when it returned, so a stage's rows share the calls made while they were worked side by side. A
+call recorded in the call ledger writes its evidence with that record, in the same transaction
+(``evidence_of``, ``agent.turn.call_ledger.record_result``): no extra cost per item; a failed
+call or a read, which has no record, writes it alone (``record_call``).
+``list_todo`` and the state's ``todos`` show a short summary per row (``evidence``: how many
+calls, how many failed, which tools); ``todo_evidence`` returns the whole list, which completion
+checks are given (``agent.calls.completion``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -92,6 +98,63 @@ EvidenceEntry = dict[str, Any]
 """One recorded call in the state's ``evidenceLog``: ``{"todoIds", "tool", "isError"}``."""
 
 
+def arguments_json(arguments: Mapping[str, Any]) -> str:
+    """The call's arguments as evidence keeps them."""
+    return json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=str)
+
+
+@dataclass
+class PendingEvidence:
+    """A running call's evidence, for ``record_result`` to write with the call's record (in the
+    transaction of the call's change, or of its record): ``written`` once it was, with the ids
+    of the rows it was written for when the write returned them."""
+
+    call_id: str
+    arguments: str
+    written: bool = False
+    todo_ids: list[str] | None = None
+
+
+_PENDING: ContextVar[PendingEvidence | None] = ContextVar("turnplan_pending_evidence", default=None)
+
+
+@contextmanager
+def evidence_of(call_id: str, arguments: Mapping[str, Any]) -> Iterator[PendingEvidence]:
+    """While the block runs the call, a result recorded for it (``record_result``) carries its
+    evidence; afterwards ``written`` says whether it did (else ``record_call`` writes it)."""
+    pending = PendingEvidence(call_id, arguments_json(arguments))
+    token = _PENDING.set(pending)
+    try:
+        yield pending
+    finally:
+        _PENDING.reset(token)
+
+
+def pending_evidence(call_id: str) -> PendingEvidence | None:
+    """The evidence to write with this call's record, if the running call has any unwritten."""
+    pending = _PENDING.get()
+    if pending is None or pending.written or pending.call_id != call_id:
+        return None
+    return pending
+
+
+def rows_in_progress(todos: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """The ids of the rows in progress in a snapshot (the state's ``todos``)."""
+    return [str(todo.get("id")) for todo in todos or () if todo.get("status") == "in_progress"]
+
+
+def written_entry(
+    pending: PendingEvidence, tool: str, todos: Sequence[Mapping[str, Any]] | None
+) -> EvidenceEntry | None:
+    """The ``evidenceLog`` entry of evidence written with the call's record: for the rows the
+    write returned, else (a free call's record, one statement that returns nothing) the rows
+    in progress in the state's snapshot, which the write went by too."""
+    todo_ids = pending.todo_ids if pending.todo_ids is not None else rows_in_progress(todos)
+    if not todo_ids:
+        return None
+    return {"todoIds": todo_ids, "tool": tool, "isError": False}
+
+
 async def record_call(
     database: Database,
     scope: TurnScope,
@@ -102,7 +165,8 @@ async def record_call(
     *,
     is_error: bool,
 ) -> EvidenceEntry | None:
-    """Record a call that returned as evidence of the rows in progress; the entry for the
+    """Record a call that returned as evidence of the rows in progress, in a transaction of its
+    own (a call with no record to write it with: a failure, a read); the entry for the
     state's ``evidenceLog``, or None when no row was in progress (or the call was recorded
     already). A store that fails here is logged, not raised: the call has happened, and its
     result must reach the model."""
@@ -114,9 +178,7 @@ async def record_call(
                 scope,
                 call_id=call_id,
                 tool=tool,
-                arguments=json.dumps(
-                    dict(arguments), ensure_ascii=False, sort_keys=True, default=str
-                ),
+                arguments=arguments_json(arguments),
                 result=result,
                 is_error=is_error,
                 at=utc_now_iso(),

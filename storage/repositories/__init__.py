@@ -1,7 +1,7 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
 exceptions are the writes that are transactions of their own (``Database.write_alone``): a step
 claim (``claim_step_alone``), a model answer (``record_answer_alone``), the records of calls
-whose effect is elsewhere (``record_alone``) and the usage of plan rows
+whose effect is elsewhere (``record_alone``, ``record_with_evidence``) and the usage of plan rows
 (``save_row_usage_alone``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
@@ -11,7 +11,13 @@ from storage.repositories.tasks import TaskRepository
 from storage.repositories.todo_continuations import TodoContinuationRepository
 from storage.repositories.todo_dependencies import TodoDependencyRepository, copy_dependencies
 from storage.repositories.todo_evidence import TodoEvidenceRepository
-from storage.repositories.tool_results import ToolCallKey, ToolResultRepository, record_alone
+from storage.repositories.tool_results import (
+    ToolCallKey,
+    ToolResultRepository,
+    record_alone,
+    record_in,
+    record_with_evidence,
+)
 from storage.repositories.turn_steps import (
     ModelAnswerRepository,
     TurnStepRepository,
@@ -43,5 +49,7 @@ __all__ = [
     "copy_dependencies",
     "record_alone",
     "record_answer_alone",
+    "record_in",
+    "record_with_evidence",
     "save_row_usage_alone",
 ]

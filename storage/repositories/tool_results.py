@@ -1,15 +1,18 @@
-"""Data access for ``tool_results``: what each state-changing tool call returned."""
+"""Data access for ``tool_results``: what each state-changing tool call returned (with the
+call's evidence, ``todo_evidence``, written in the same transaction)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select
+from sqlalchemy import Column, MetaData, Table, Text, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.engine import Database
-from storage.models import ToolResult, utc_now_iso
+from storage.models import RECORDED_CALLS_VIEW, ToolResult, utc_now_iso
+from storage.repositories.todo_evidence import TodoEvidenceRepository
+from storage.repositories.turn_todos import TurnScope
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,8 @@ RecordedCall = tuple[ToolCallKey, str, str | None]
 """A call's key, its result's content and its extra state update (JSON), as recorded."""
 
 
-def _result_rows(results: Sequence[RecordedCall]) -> list[dict[str, str | None]]:
+def result_rows(results: Sequence[RecordedCall]) -> list[dict[str, str | None]]:
+    """The ``tool_results`` rows of these records, as the insert takes them."""
     now = utc_now_iso()
     return [
         {
@@ -48,7 +52,7 @@ async def record_alone(database: Database, results: Sequence[RecordedCall]) -> N
     """Record calls whose effect is not in the database (a caller's or an MCP tool's), each
     record a transaction of its own (``Database.write_alone``): nothing else has to commit with
     it. A call recorded already fails on the primary key; the records before it stay."""
-    await database.write_alone(_INSERT_RESULT, _result_rows(results))
+    await database.write_alone(_INSERT_RESULT, result_rows(results))
 
 
 class ToolResultRepository:
@@ -63,7 +67,7 @@ class ToolResultRepository:
         # A Core INSERT on the session's connection: nothing reads the row back as an object,
         # and the ORM's unit of work costs more than the statement.
         connection = await self._session.connection()
-        await connection.execute(_INSERT_RESULT, _result_rows([(key, content, state_update)]))
+        await connection.execute(_INSERT_RESULT, result_rows([(key, content, state_update)]))
 
     async def find(self, conversation_id: str, tool_call_ids: Iterable[str]) -> list[ToolResult]:
         ids = [call_id for call_id in tool_call_ids if call_id]
@@ -73,3 +77,65 @@ class ToolResultRepository:
             ToolResult.conversationId == conversation_id, ToolResult.toolCallId.in_(ids)
         )
         return list(await self._session.scalars(statement))
+
+
+# The SQLite view whose insert trigger writes a record and its evidence in one statement
+# (``storage.models.RECORDED_CALLS_VIEW``); its own metadata, so create_all never makes a table.
+_RECORDED_CALLS = Table(
+    RECORDED_CALLS_VIEW,
+    MetaData(),
+    *(
+        Column(name, Text)
+        for name in (
+            "conversationId",
+            "toolCallId",
+            "turnId",
+            "toolName",
+            "content",
+            "stateUpdate",
+            "createdAt",
+            "arguments",
+        )
+    ),
+)
+_INSERT_RECORDED_CALL = insert(_RECORDED_CALLS)
+
+
+async def record_with_evidence(
+    database: Database, results: Sequence[RecordedCall], arguments: Sequence[str | None]
+) -> None:
+    """Record calls whose effect is not in the database, each with its evidence (``arguments``,
+    the call's JSON, or None for none) in the same transaction, each record a transaction of its
+    own on SQLite (one statement through ``recorded_calls``: no more than the record alone
+    costs), one for all elsewhere. A call recorded already fails on the primary key, and its
+    evidence with it."""
+    rows = [
+        {**row, "arguments": call_arguments}
+        for row, call_arguments in zip(result_rows(results), arguments, strict=True)
+    ]
+    if database.is_sqlite:
+        await database.write_alone(_INSERT_RECORDED_CALL, rows)
+        return
+    async with database.session() as session:
+        for record, call_arguments in zip(results, arguments, strict=True):
+            await record_in(session, record, call_arguments)
+
+
+async def record_in(
+    session: AsyncSession, record: RecordedCall, arguments: str | None
+) -> list[str]:
+    """Record one call in the caller's transaction, with its evidence unless ``arguments`` is
+    None; the ids of the rows it is evidence for."""
+    key, content, state_update = record
+    await ToolResultRepository(session).record(key, content, state_update)
+    if arguments is None:
+        return []
+    return await TodoEvidenceRepository(session).record_for_rows_in_progress(
+        TurnScope(key.conversation_id, key.turn_id),
+        call_id=key.tool_call_id,
+        tool=key.tool_name,
+        arguments=arguments,
+        result=content,
+        is_error=False,
+        at=utc_now_iso(),
+    )

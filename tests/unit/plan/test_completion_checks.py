@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
+from sqlalchemy import text
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.graph import build_graph
+from agent.nodes import tools_node
 from agent.turn.evidence import todo_evidence
 from storage import Database
 from tests.fakes import (
@@ -206,3 +208,45 @@ async def test_evidence_is_shared_by_a_stage_and_shown_in_list_todo_and_state(
     assert json.loads(full[1]["result"])["error"] == "VALIDATION_ERROR"
     assert all(call["at"] for call in full)
     assert await todo_evidence(database, "another conversation", eggs["id"]) == []
+
+
+async def test_a_call_that_is_recorded_writes_its_evidence_with_its_record_once(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task tool's evidence commits with its change and a free tool's with its record: no
+    transaction of their own (issue 26's overhead), yet every row in progress has each once."""
+    alone: list[str] = []
+    original = tools_node.record_call
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        alone.append(args[3])
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(tools_node, "record_call", counted)
+    model = scripted_turn(
+        database,
+        plan_items({"title": "Milk", "order": 1}, {"title": "Eggs", "order": 1}),
+        act(tool_call("add_task", title="milk"), tool_call("record", note="eggs")),
+        act(tool_call("list_tasks")),
+        close_row(0),
+        close_row(1),
+        answer_with(),
+    )
+    graph = build_graph(model, tools=[record], database=database)
+
+    result = await run(graph)
+
+    assert alone == ["list_tasks"]  # a read has no record to go with
+    # add_task and record run side by side: either may return first.
+    for row in result["todos"]:
+        summary = row["evidence"]
+        assert (summary["calls"], summary["errors"]) == (3, 0)
+        assert sorted(summary["tools"][:2]) == ["add_task", "record"]
+        assert summary["tools"][2] == "list_tasks"
+        full = await todo_evidence(database, result["conversationId"], row["id"])
+        assert sorted(call["tool"] for call in full[:2]) == ["add_task", "record"]
+        assert full[2]["tool"] == "list_tasks"
+        assert {"recorded": "eggs"} in [json.loads(call["result"]) for call in full[:2]]
+    async with database.session(readonly=True) as session:
+        recorded = (await session.execute(text("SELECT toolName FROM tool_results"))).scalars()
+        assert {"add_task", "record"} <= set(recorded)

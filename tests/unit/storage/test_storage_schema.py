@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from agent.turn.evidence import record_call, todo_evidence
 from storage import Database, default_database_url
-from storage.repositories import TurnScope
+from storage.repositories import ToolCallKey, TurnScope, record_with_evidence
 
 EXPECTED_COLUMNS = [
     # name, type, notnull, default, pk
@@ -155,3 +155,36 @@ async def test_a_database_from_before_evidence_gains_its_table_and_keeps_its_row
     ]
     with closing(sqlite3.connect(path)) as connection:
         assert connection.execute("SELECT title FROM turn_todos").fetchall() == [("kept",)]
+
+
+async def test_a_database_from_before_evidence_gains_the_one_statement_record(
+    tmp_path: Path,
+) -> None:
+    """A free call's record and its evidence go in one statement (``recorded_calls``) also in
+    a database made before it; a second run of the call is refused with its evidence."""
+    path = tmp_path / "older.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    older = Database(url)
+    await older.create_schema()
+    await older.dispose()
+    with closing(sqlite3.connect(path)) as connection:  # as a database made before the view
+        connection.execute("DROP VIEW recorded_calls")
+        connection.execute(
+            "INSERT INTO turn_todos (id, conversationId, turnId, title, status, createdAt)"
+            " VALUES ('r1', 'c', 't', 'worked', 'in_progress', '2026-01-01T00:00:00Z')"
+        )
+        connection.commit()
+
+    database = Database(url)
+    record = (ToolCallKey("c", "t", "call-1", "record"), "ok", None)
+    await record_with_evidence(database, [record], ['{"note": "milk"}'])
+    with pytest.raises(IntegrityError):
+        await record_with_evidence(database, [record], ['{"note": "again"}'])
+    evidence = await todo_evidence(database, "c", "r1")
+    await database.dispose()
+
+    assert [(call["tool"], call["args"], call["result"]) for call in evidence] == [
+        ("record", {"note": "milk"}, "ok")
+    ]
+    with closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("SELECT content FROM tool_results").fetchall() == [("ok",)]
