@@ -7,7 +7,7 @@ whose blockers are open. Pure functions but the one that writes the edges."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -16,8 +16,16 @@ from agent.errors import ErrorCode, ToolFailure
 from storage.models import OPEN_TODO_STATUSES, TurnTodo
 from storage.repositories import TodoDependencyRepository, TurnScope
 
-if TYPE_CHECKING:  # plan_rows imports this module: the item model is only a type here
-    from agent.turn.plan_rows import TodoItemInput
+
+class PlannedItem(Protocol):
+    """What the checks read of a ``create_todo`` item (``agent.turn.plan_rows.TodoItemInput``),
+    named by its shape: ``plan_rows`` imports this module, so this module does not import it."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def blockedBy(self) -> Sequence[int | str] | None: ...  # noqa: N802 (seed 004's field name)
 
 
 def is_ready(row: TurnTodo) -> bool:
@@ -51,7 +59,7 @@ def _invalid(message: str, suggestion: str) -> ToolFailure:
 
 
 def resolve_blockers(
-    items: Sequence[TodoItemInput], priorities: Sequence[int], existing: Sequence[TurnTodo]
+    items: Sequence[PlannedItem], priorities: Sequence[int], existing: Sequence[TurnTodo]
 ) -> list[list[Blocker]]:
     """Each item's ``blockedBy`` resolved, or ``INVALID_DEPENDENCY`` naming the first problem:
     a reference to itself, to no item or row of the turn, a cycle, or a blocker in a later stage
