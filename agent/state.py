@@ -314,6 +314,20 @@ class SupervisorState(InputState):
         extend_or_reset,
     ] = field(default_factory=list)
 
+    workerUsage: Annotated[
+        list[dict[str, Any]],
+        Field(
+            description=(
+                'Tokens spent by workers in the last tool round, one `{"todoId", "llmCalls", '
+                '"promptTokens", "completionTokens", "estimated"}` per delegation (a list for the '
+                "same reason as `workerLlmCalls`). `execute` adds them to the turn's and the "
+                "delegated row's usage after the round and empties the list, so a worker's "
+                "tokens count against `max_turn_tokens` like the supervisor's own."
+            )
+        ),
+        extend_or_reset,
+    ] = field(default_factory=list)
+
     evidenceLog: Annotated[
         list[dict[str, Any]],
         Field(

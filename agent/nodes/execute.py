@@ -40,7 +40,13 @@ from agent.turn.outcome import stalled_idle_message
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
-from agent.turn.usage import store_row_usage, todos_with_usage, tokens_exhausted, turn_usage
+from agent.turn.usage import (
+    store_row_usage,
+    todos_with_usage,
+    tokens_exhausted,
+    turn_usage,
+    usage_after_workers,
+)
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -53,16 +59,18 @@ def after_tool_round(messages: Sequence[AnyMessage]) -> bool:
 
 
 def _stalled(
-    rows: list[TurnTodo], rounds: int, calls: list[str], state: SupervisorState
+    rows: list[TurnTodo],
+    rounds: int,
+    calls: list[str],
+    state: SupervisorState,
+    row_usage: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
     """The update that ends the turn ``stalled`` after ``rounds`` idle tool rounds, with the
     honest partial report naming the calls that went round (``agent.turn.idle``)."""
     message = AIMessage(content=stalled_idle_message(rows, rounds, repeated_summary(calls)))
     return {
         **NOTHING_HANDED,
-        "todos": todos_with_usage(
-            folded_snapshot(rows, state.todos, state.evidenceLog), state.rowUsage
-        ),
+        "todos": todos_with_usage(folded_snapshot(rows, state.todos, state.evidenceLog), row_usage),
         "evidenceLog": [],
         "messages": [message],
         "turnStatus": "stalled",
@@ -98,6 +106,17 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             # The round's delegations: their workers' calls are the turn's calls too.
             llm_calls += sum(state.workerLlmCalls)
             update.update(llmCalls=llm_calls, workerLlmCalls=[])
+        usage, row_usage = turn_usage(state), state.rowUsage
+        if state.workerUsage:
+            # ... and their tokens the turn's and the delegated rows' (issue 30 §4).
+            usage, row_usage = usage_after_workers(usage, row_usage, state.workerUsage)
+            update.update(
+                promptTokens=usage.prompt_tokens,
+                completionTokens=usage.completion_tokens,
+                usageEstimated=usage.estimated,
+                rowUsage=row_usage,
+                workerUsage=[],
+            )
         if claim.rows is not None and tools_ran:
             budget = budget_after_round(
                 state.iterationBudget,
@@ -111,7 +130,6 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 remindersInARow=0,
                 toolErrors=operator_faults(state.messages, state.turnMessageId),
             )
-            usage = turn_usage(state)
             if llm_calls >= budget or tokens_exhausted(usage, context.max_turn_tokens):
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
@@ -128,10 +146,9 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             )
             update.update(idle.update)
             if idle.stalled:
-                await store_row_usage(
-                    deps.database, claim.scope, state.rowUsage, state.usageEstimated
-                )
-                return {**update, **_stalled(claim.rows, idle.rounds, idle.calls, state)}
+                await store_row_usage(deps.database, claim.scope, row_usage, usage.estimated)
+                stalled = _stalled(claim.rows, idle.rounds, idle.calls, state, row_usage)
+                return {**update, **stalled}
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).
             update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
@@ -143,8 +160,8 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             rows=claim.rows,
             claimed_step=claim.step,
             retaken=claim.retaken,
-            usage=turn_usage(state),
-            row_usage=state.rowUsage,
+            usage=usage,
+            row_usage=row_usage,
         )
         return await model_step(deps, state.messages, view, context, update)
 

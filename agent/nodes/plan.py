@@ -225,6 +225,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "evidenceLog": [],
             "modifiedTasks": [],
             "workerLlmCalls": [],
+            "workerUsage": [],
         }
         try:
             claim = await begin_turn(

@@ -15,6 +15,12 @@ by side), its calls are added to ``llmCalls`` after the round (``workerLlmCalls`
 that wants one more call than that is stopped before the call is sent (``WorkerCallCap``) and
 reported as ``BUDGET_EXHAUSTED``, the row left open, so the turn ends with the honest partial
 answer instead of spending calls past its cap.
+
+Its tokens are the turn's too (issue 30 §4): the cap counts them (``usage_metadata``, else
+estimated from characters), they are added to the turn's and the row's usage after the round
+(``workerUsage``), and with ``Context.max_turn_tokens`` set the worker gets what the turn has
+left (split like the calls) and is stopped before a call once it has passed that, reported as
+``BUDGET_EXHAUSTED`` naming the token budget; the turn then ends ``budget_exhausted``.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ from agent.turn.budget import extended_budget
 from agent.turn.identity import issuing_message, message_text
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import emit_delegation_event
-from agent.workers.call_cap import WorkerBudgetSpent, WorkerCallCap
+from agent.turn.usage import turn_usage
+from agent.workers.call_cap import WorkerBudgetSpent, WorkerCallCap, WorkerTokensSpent
 from agent.workers.registry import WorkerRegistry
 from agent.workers.worker import DELEGATE_TOOL_NAME, Worker
 from prompts import load_prompt, render_prompt
@@ -71,6 +78,16 @@ def worker_allowance(budget: int, llm_calls: int, context: Context, delegations:
     return max(0, left) // max(1, delegations)
 
 
+def worker_token_allowance(
+    used: int, max_turn_tokens: int | None, delegations: int = 1
+) -> int | None:
+    """Tokens a worker may spend: what ``max_turn_tokens`` leaves after the turn's ``used``
+    tokens, split evenly between the ``delegations`` of one message; None without a budget."""
+    if max_turn_tokens is None:
+        return None
+    return max(0, max_turn_tokens - used) // max(1, delegations)
+
+
 def _delegations_in_message(runtime: ToolRuntimeT) -> int:
     """How many ``delegate`` calls the message that made this call holds (they run together)."""
     messages = state_value(runtime, "messages", []) or []
@@ -80,7 +97,20 @@ def _delegations_in_message(runtime: ToolRuntimeT) -> int:
     return sum(1 for call in issuer.tool_calls if call.get("name") == DELEGATE_TOOL_NAME) or 1
 
 
-def _budget_spent(worker: Worker, row: TurnTodo, cap: WorkerCallCap) -> ToolFailure:
+def _budget_spent(
+    worker: Worker, row: TurnTodo, cap: WorkerCallCap, tokens: bool = False
+) -> ToolFailure:
+    if tokens:
+        return ToolFailure(
+            ErrorCode.BUDGET_EXHAUSTED,
+            f"Worker '{worker.name}' stopped on '{row.title}': the turn's token budget is spent "
+            f"({cap.tokens} token(s) used by the worker in {cap.made} call(s), "
+            f"{cap.token_allowance} allowed). The item is not done.",
+            "The item stays in progress: tell the user what is left; they can continue the plan "
+            "in a new turn with a larger token budget.",
+            workerLlmCalls=cap.made,
+            workerTokens=cap.tokens,
+        )
     return ToolFailure(
         ErrorCode.BUDGET_EXHAUSTED,
         f"Worker '{worker.name}' stopped on '{row.title}': the turn's LLM-call budget is spent "
@@ -157,8 +187,8 @@ async def _run_worker(
         )
     except (GraphBubbleUp, asyncio.CancelledError):
         raise  # interrupts and cancellation belong to the run, not to the model
-    except WorkerBudgetSpent:
-        raise _budget_spent(worker, row, cap) from None
+    except WorkerBudgetSpent as spent:
+        raise _budget_spent(worker, row, cap, isinstance(spent, WorkerTokensSpent)) from None
     except GraphRecursionError:
         raise ToolFailure(
             ErrorCode.WORKER_ERROR,
@@ -197,13 +227,17 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
         row = await TurnPlan(database, turn_scope(runtime)).find(todoId)
         worker = _worker_for(row, registry)
         ensure_unblocked(row, "delegated")
+        context = run_context(runtime)
+        delegations = _delegations_in_message(runtime)
+        used = turn_usage(runtime.state)
         cap = WorkerCallCap(
             worker_allowance(
                 int(state_value(runtime, "iterationBudget", 0) or 0),
                 int(state_value(runtime, "llmCalls", 0) or 0),
-                run_context(runtime),
-                _delegations_in_message(runtime),
-            )
+                context,
+                delegations,
+            ),
+            worker_token_allowance(used.total_tokens, context.max_turn_tokens, delegations),
         )
         emit_delegation_event(runtime.stream_writer, "delegated", row, worker.name)
         try:
@@ -221,7 +255,13 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
                 name=DELEGATE_TOOL_NAME,
                 status="error",
             )
-            return Command(update={"messages": [error], "workerLlmCalls": [cap.made]})
+            return Command(
+                update={
+                    "messages": [error],
+                    "workerLlmCalls": [cap.made],
+                    "workerUsage": [cap.spent(row.id)],
+                }
+            )
         emit_delegation_event(runtime.stream_writer, "returned", row, worker.name)
         content = json.dumps(
             {
@@ -236,7 +276,11 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
         message = ToolMessage(
             content=content, tool_call_id=runtime.tool_call_id or "", name=DELEGATE_TOOL_NAME
         )
-        update: dict[str, Any] = {"messages": [message], "workerLlmCalls": [cap.made]}
+        update: dict[str, Any] = {
+            "messages": [message],
+            "workerLlmCalls": [cap.made],
+            "workerUsage": [cap.spent(row.id)],
+        }
         if modified:
             update["modifiedTasks"] = modified
         return Command(update=update)

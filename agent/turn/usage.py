@@ -237,3 +237,27 @@ async def store_row_usage(
             scope.conversation_id,
             error,
         )
+
+
+def usage_after_workers(
+    state_usage: TurnUsage,
+    row_usage: Mapping[str, RowUsage],
+    spent: Iterable[Mapping[str, Any]],
+) -> tuple[TurnUsage, dict[str, RowUsage]]:
+    """The turn's usage and rows' usage once the workers of a round (``workerUsage`` entries,
+    one per delegation) are added: every token a worker spent is the turn's and its row's, so
+    ``max_turn_tokens`` sees it (issue 30 §4). Several delegations of one round add up."""
+    rows = {row_id: dict(usage) for row_id, usage in row_usage.items()}
+    prompt, completion = state_usage.prompt_tokens, state_usage.completion_tokens
+    estimated = state_usage.estimated
+    for entry in spent:
+        prompt += int(entry.get("promptTokens", 0))
+        completion += int(entry.get("completionTokens", 0))
+        estimated = estimated or bool(entry.get("estimated", False))
+        row_id = str(entry.get("todoId") or "")
+        if row_id:
+            usage = rows.setdefault(row_id, empty_row_usage())
+            usage["llmCalls"] += int(entry.get("llmCalls", 0))
+            usage["promptTokens"] += int(entry.get("promptTokens", 0))
+            usage["completionTokens"] += int(entry.get("completionTokens", 0))
+    return TurnUsage(state_usage.llm_calls, prompt, completion, estimated), rows

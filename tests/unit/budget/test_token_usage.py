@@ -20,6 +20,7 @@ from agent.turn.usage import (
     split_evenly,
     turn_usage,
     usage_after_call,
+    usage_after_workers,
 )
 from storage import Database
 from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
@@ -189,3 +190,27 @@ def test_a_step_the_harness_answers_costs_nothing_and_two_requests_add_up() -> N
     silent = UsageRecorder()
     silent.requests = 2
     assert call_usage(answer, prompt, silent) == CallUsage(2000, 5, True)
+
+
+def test_the_workers_of_one_round_add_up_in_the_turn_and_their_rows() -> None:
+    before = TurnUsage(llm_calls=3, prompt_tokens=300, completion_tokens=30, estimated=False)
+    rows = {"a": {"llmCalls": 1, "promptTokens": 100, "completionTokens": 10}}
+    spent = [
+        {"todoId": "a", "llmCalls": 2, "promptTokens": 500, "completionTokens": 40},
+        {
+            "todoId": "b",
+            "llmCalls": 1,
+            "promptTokens": 70,
+            "completionTokens": 7,
+            "estimated": True,
+        },
+    ]
+
+    usage, after = usage_after_workers(before, rows, spent)
+
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.estimated) == (870, 77, True)
+    assert after == {
+        "a": {"llmCalls": 3, "promptTokens": 600, "completionTokens": 50},
+        "b": {"llmCalls": 1, "promptTokens": 70, "completionTokens": 7},
+    }
+    assert rows["a"]["llmCalls"] == 1  # the state's own figures are not changed in place

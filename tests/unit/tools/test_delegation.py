@@ -347,3 +347,104 @@ async def test_a_worker_is_stopped_by_the_turns_call_cap(database: Database) -> 
         ("Tidy the tasks", "in_progress")
     ]
     assert "Tidy the tasks" in str(result["messages"][-1].content)
+
+
+# --- the worker spends the turn's tokens (issue 30 §4) -----------------------------------------
+
+
+def costs(message: AIMessage, prompt: int, completion: int) -> AIMessage:
+    """``message`` as a server that reports ``prompt``/``completion`` tokens returns it."""
+    message.usage_metadata = {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    return message
+
+
+def delegates_then_closes() -> ScriptedChatModel:
+    """Plans one delegated item, delegates it, closes it, answers; 100 + 10 tokens a call."""
+    script = [
+        ai(tool_call("create_todo", items=[{"title": "Tidy the tasks", "agentType": "tasks"}])),
+    ]
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        rows = plan_rows(plan_view(messages))
+        if not rows:
+            return costs(script[0], 100, 10)
+        current = next((row for row in rows if row.mark == ">"), None)
+        if current is None:
+            return costs(AIMessage(content="Tidied."), 100, 10)
+        if not any(isinstance(m, ToolMessage) and m.name == "delegate" for m in messages):
+            return costs(ai(tool_call("delegate", todoId=current.id)), 100, 10)
+        return costs(ai(tool_call("complete_todo", todoId=current.id, outcome="tidied")), 100, 10)
+
+    return ScriptedChatModel(responder=respond)
+
+
+async def test_a_workers_tokens_count_in_the_turn_and_the_delegated_row(
+    database: Database,
+) -> None:
+    supervisor = delegates_then_closes()
+    worker = ScriptedChatModel(
+        script=[
+            costs(ai(tool_call("add_task", title="tidy")), 1000, 50),
+            costs(AIMessage(content="Tidied the tasks."), 1000, 50),
+        ]
+    )
+    graph = supervisor_graph(supervisor, database, [build_task_worker(worker, database)])
+
+    result = await run(graph, "tidy my tasks")
+
+    assert result["turnStatus"] == "answered" and worker.calls == 2
+    # The supervisor's 4 calls (100 + 10 each) and the worker's 2 (1000 + 50 each).
+    assert supervisor.calls == 4
+    assert (result["promptTokens"], result["completionTokens"]) == (2400, 140)
+    row = result["todos"][0]
+    # The delegate and complete_todo calls were made with the row in progress, and the worker's.
+    assert row["usage"] == {"llmCalls": 4, "promptTokens": 2200, "completionTokens": 120}
+    assert result["usageEstimated"] is False
+
+
+async def test_a_worker_is_stopped_by_the_turns_token_budget(database: Database) -> None:
+    supervisor = ScriptedChatModel(
+        responder=lambda messages: costs(plan_one_delegated_item(messages), 100, 10)
+    )
+    endless = ScriptedChatModel(
+        responder=lambda messages: costs(ai(tool_call("list_tasks")), 1000, 50)
+    )
+    graph = supervisor_graph(supervisor, database, [build_task_worker(endless, database)])
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(content="tidy my tasks", id="turn-1")]},
+        context=Context(user_id="alice", max_turn_tokens=1500),
+    )
+
+    # Plan and delegate spent 220 tokens: the worker may spend 1280. After its second call
+    # (2100 tokens) it has passed that, so its third is refused before it is sent.
+    assert supervisor.calls == 2 and endless.calls == 2
+    assert result["promptTokens"] + result["completionTokens"] == 220 + 2100
+    assert result["turnStatus"] == "budget_exhausted"
+    stopped = next(
+        m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "delegate"
+    )
+    envelope = json.loads(str(stopped.content))
+    assert stopped.status == "error" and envelope["error"] == "BUDGET_EXHAUSTED"
+    assert "token budget" in envelope["message"] and envelope["workerTokens"] == 2100
+    assert "token" in str(result["messages"][-1].content)
+    assert [(title, status) for title, status, _, _ in rows_in_db(database)] == [
+        ("Tidy the tasks", "in_progress")
+    ]
+
+
+async def test_a_worker_whose_server_reports_no_usage_is_estimated(database: Database) -> None:
+    supervisor = delegates_then_closes()
+    graph = supervisor_graph(supervisor, database, [build_task_worker(worker_model(), database)])
+
+    result = await run(graph, "tidy my tasks")
+
+    # The worker's two calls reported nothing: their tokens are estimated from characters
+    # (the worker's prompts alone are hundreds of characters) and the turn says so.
+    row = result["todos"][0]["usage"]
+    assert row["llmCalls"] == 4 and row["promptTokens"] > 200 + 50 and row["completionTokens"] > 20
+    assert result["usageEstimated"] is True
