@@ -242,3 +242,49 @@ def test_the_dev_server_serves_the_plan_card_component(
         assert "/ui/supervisor/entrypoint.js" in page.text and "plan" in page.text
         script = httpx.get(f"{server.url}/ui/supervisor/entrypoint.js", timeout=10)
         assert script.status_code == 200 and "Plan: " in script.text
+
+
+def _adding_oracle() -> HttpPlanOracle:
+    return HttpPlanOracle(TITLES, lambda title: ("add_task", {"title": title.split("'")[1]}))
+
+
+def test_a_row_cancelled_at_the_approval_is_never_done(dev_server: DevServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    dev_server.model.respond_with(_adding_oracle())
+    _send(page, REQUEST)
+    approval = page.get_by_test_id("approval")
+    expect(approval).to_contain_text("Approve this plan?")
+    rows = page.get_by_test_id("plan-row")
+    expect(rows).to_have_count(3)
+    calls_before = len(dev_server.model.requests)
+
+    rows.nth(1).get_by_role("button", name="Cancel").click()
+    expect(rows.nth(1)).to_have_attribute("data-status", "cancelled")
+    expect(approval).to_contain_text("Approve this plan?")
+    # The edit made no LLM call.
+    assert len(dev_server.model.requests) == calls_before
+
+    approval.get_by_role("button", name="Approve").click()
+    expect(page.get_by_test_id("turn-status")).to_contain_text("Turn: answered")
+    assert _rows(dev_server) == [
+        (TITLES[0], "completed", f"did {TITLES[0]}"),
+        (TITLES[1], "cancelled", "Cancelled by the user: Cancelled in the web UI"),
+        (TITLES[2], "completed", f"did {TITLES[2]}"),
+    ]
+
+
+def test_a_rejected_plan_is_cancelled_with_the_reason(dev_server: DevServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    dev_server.model.respond_with(_adding_oracle())
+    _send(page, REQUEST)
+    approval = page.get_by_test_id("approval")
+    expect(approval).to_contain_text("Approve this plan?")
+    approval.get_by_label("Reason").fill("not this weekend")
+    approval.get_by_role("button", name="Reject").click()
+    expect(page.get_by_test_id("turn-status")).to_contain_text("Turn: answered")
+    expect(approval).to_have_count(0)
+    rows = _rows(dev_server)
+    assert [(t, s) for t, s, _ in rows] == [(t, "cancelled") for t in TITLES]
+    assert all("not this weekend" in str(outcome) for _, _, outcome in rows)
