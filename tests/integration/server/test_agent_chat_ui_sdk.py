@@ -38,7 +38,7 @@ async def submit(client: LangGraphClient, thread: str, assistant: str, **payload
     async for _ in client.runs.stream(
         thread, assistant, stream_mode=["values"], stream_subgraphs=True, **payload
     ):
-        pass
+        pass  # agent-chat-ui renders each chunk; the test reads the thread's state afterwards
 
 
 def interrupt_value(state: Any) -> dict[str, Any]:
