@@ -185,7 +185,7 @@ def build_todo_tools(
 
     @tool
     async def create_todo(items: list[TodoItemInput], runtime: ToolRuntimeT) -> str:
-        """Plan this turn's steps (same `order`: started together)."""
+        """Plan this turn's steps."""
         scope = turn_scope(runtime)
         known = _take_rows(runtime, scope)
         plan = TurnPlan(database, scope)

@@ -57,17 +57,17 @@ class TodoItemInput(BaseModel):
     model_config = ConfigDict(json_schema_extra=_without_class_description)
 
     title: str
-    context: str = Field(default="", description="What the step needs: names, values, results.")
+    context: str = Field(default="", description="Names, values, results it needs.")
     completionCriteria: str = Field(default="", description="How to tell it is done.")
     agentType: str | SkipJsonSchema[None] = Field(
-        default=None, description="Specialist to hand the step to, if any."
+        default=None, description="Specialist to hand it to, if any."
     )
     order: int | SkipJsonSchema[None] = Field(
-        default=None, description="1-indexed; the same order for steps run together."
+        default=None, description="1-indexed; steps run together share it."
     )
     blockedBy: list[int | str] | SkipJsonSchema[None] = Field(
         default=None,
-        description="Indexes (or ids) of steps it waits for.",
+        description="0-based indexes (or ids) of steps it waits for.",
     )
 
 
