@@ -14,6 +14,10 @@ The turn is the benchmark's sequential N-item turn (``bench.systems.turnplan``: 
   ``drain`` (``agent.turn.lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
   recording the results of the other tool calls (``RecordBatch.record``).
 
+With ``--checkpointed`` it also counts what the SQLite checkpointer is given, per item: the
+checkpoints it saves (one per superstep), the channel writes it stores (one per key of each
+node's update, plus LangGraph's own routing writes), and the bytes serialised for both.
+
 What is left of the wall time is the graph (three steps per item), the prompt, the model and
 tool plumbing of LangChain, and turnplan's own Python. Counts are exact and machine-independent;
 times are for comparing runs on one machine.
@@ -25,7 +29,7 @@ import argparse
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +38,8 @@ from unittest.mock import patch
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Checkpointer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -65,6 +71,12 @@ class OverheadProfile:
     checkpointed: bool = False
     """Run with a SQLite checkpointer (its own writes are not among the counts: they do not go
     through turnplan's database)."""
+    checkpoints: float = 0.0
+    """Checkpoints saved per item (checkpointed runs only): the graph's supersteps."""
+    channel_writes: float = 0.0
+    """Channel writes stored per item (checkpointed runs only), routing writes included."""
+    serialized_kb: float = 0.0
+    """Kilobytes the checkpointer serialised per item (checkpoints and writes)."""
 
     @property
     def rest_ms(self) -> float:
@@ -125,12 +137,38 @@ def _hooks(tally: _Tally) -> Iterator[None]:
         tally.count("thread trips")
         return await trip(self, call, *args)
 
+    put, put_writes, dumps_typed = (
+        AsyncSqliteSaver.aput,
+        AsyncSqliteSaver.aput_writes,
+        JsonPlusSerializer.dumps_typed,
+    )
+
+    async def counted_put(self: AsyncSqliteSaver, config: Any, checkpoint: Any, *rest: Any) -> Any:
+        tally.count("checkpoints")
+        return await put(self, config, checkpoint, *rest)
+
+    async def counted_writes(
+        self: AsyncSqliteSaver, config: Any, writes: Sequence[Any], *rest: Any
+    ) -> Any:
+        if tally.counting:
+            tally.counts["channel writes"] += len(writes)
+        return await put_writes(self, config, writes, *rest)
+
+    def counted_dumps(self: JsonPlusSerializer, value: Any) -> tuple[str, bytes]:
+        typed = dumps_typed(self, value)
+        if tally.counting:
+            tally.counts["serialized bytes"] += len(typed[1])
+        return typed
+
     timed_claim = tally.timed("step claims", claim_next_step)
     event.listen(Engine, "before_cursor_execute", on_statement)
     event.listen(Engine, "begin", on_begin)
     try:
         with ExitStack() as patches:
             patches.enter_context(patch.object(OneTripConnection, "trip", counted_trip))
+            patches.enter_context(patch.object(AsyncSqliteSaver, "aput", counted_put))
+            patches.enter_context(patch.object(AsyncSqliteSaver, "aput_writes", counted_writes))
+            patches.enter_context(patch.object(JsonPlusSerializer, "dumps_typed", counted_dumps))
             for node in ("execute", "drain"):
                 patches.enter_context(patch(f"agent.nodes.{node}.claim_next_step", timed_claim))
             closing = tally.timed("closing rows", TurnPlan.close)
@@ -181,6 +219,9 @@ async def profile(
             timed_ms={label: 1000 * tally.seconds[label] / n for label in TIMED},
             problem=problem,
             checkpointed=checkpointed,
+            checkpoints=tally.counts["checkpoints"] / n,
+            channel_writes=tally.counts["channel writes"] / n,
+            serialized_kb=tally.counts["serialized bytes"] / 1000 / n,
         )
         if best is None or run.overhead_ms < best.overhead_ms:
             best = run
@@ -197,6 +238,11 @@ def report(result: OverheadProfile) -> str:
         f"  per item: {result.transactions:.2f} transactions, {result.statements:.2f} statements,"
         f" {result.thread_trips:.2f} trips to aiosqlite's thread",
     ]
+    if result.checkpointed:
+        lines.append(
+            f"  checkpointer: {result.checkpoints:.2f} checkpoints, {result.channel_writes:.2f}"
+            f" channel writes, {result.serialized_kb:.1f} kB serialised"
+        )
     lines += [f"  {label:<18} {ms:6.2f} ms/item" for label, ms in result.timed_ms.items()]
     lines.append(f"  {'everything else':<18} {result.rest_ms:6.2f} ms/item")
     return "\n".join(lines)
