@@ -71,8 +71,10 @@ async def edit_plan(
     deps: SupervisorDeps, state: SupervisorState, context: Context
 ) -> dict[str, Any]:
     """The update of a run that only edits the current turn's plan: no LLM call, the turn's
-    status and pause kept (``agent.turn.plan_edits``)."""
+    status and pause kept (``agent.turn.plan_edits``). The run's identity keys them, so a
+    re-picked attempt of the same server run applies them once."""
     scope = TurnScope(state.conversationId, state.turnId)
+    identity = identity_of(get_config())
     try:
         result = await apply_plan_edits(
             deps.database,
@@ -81,6 +83,7 @@ async def edit_plan(
             plan_limits(context),
             user_id=acting_user(context.user_id, get_config()),
             start_next=state.turnStatus == "running",
+            run_key=identity.run_id or identity.task_id,
         )
     except ToolFailure as failure:
         return {"planEditResult": {"status": "error", **failure.envelope()}}
