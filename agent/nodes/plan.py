@@ -49,7 +49,7 @@ from agent.turn.identity import (
     turn_id_of,
 )
 from agent.turn.lineage import RunIdentity, TurnRefused, begin_turn, identity_of
-from agent.turn.plan_card import ui_todos
+from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
@@ -87,9 +87,15 @@ async def edit_plan(
         )
     except ToolFailure as failure:
         return {"planEditResult": {"status": "error", **failure.envelope()}}
+    todos = ui_todos(row.to_dict() for row in result.rows)
+    # The plan card too, so a UI that shows it (agent-chat-ui) shows the edited plan.
+    card = plan_card(
+        state.turnId, todos, state.messages, turn_status=state.turnStatus, llm_calls=state.llmCalls
+    )
     return {
         "planEditResult": {"status": "applied", "applied": result.applied},
-        "todos": ui_todos(row.to_dict() for row in result.rows),
+        "todos": todos,
+        **card,
         **NOTHING_HANDED,
     }
 

@@ -82,6 +82,11 @@ async def test_edits_on_a_plan_awaiting_approval_ask_again_and_the_approval_work
     rows = {row["title"]: row for row in edited["todos"]}
     assert rows["Add milk"]["status"] == "cancelled"
     assert rows["Add milk"]["outcome"] == "Cancelled by the user: have some"
+    (card,) = [ui for ui in edited["ui"] if ui["name"] == "plan"]  # the card shows the edits
+    assert [(r["title"], r["status"]) for r in card["props"]["todos"]] == [
+        (r["title"], r["status"]) for r in edited["todos"]
+    ]
+    assert "Add eggs" in [r["title"] for r in card["props"]["todos"]]
     state = await graph.aget_state(CONFIG)
     assert state.values["planEdits"] == []
 
