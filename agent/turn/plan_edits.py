@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from agent.errors import ErrorCode, ToolFailure, database_failure, describe_validation_error
-from agent.turn.call_ledger import recorded_results
+from agent.turn.call_ledger import CallAlreadyRecorded, record_result, recorded_results
 from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan, validate_items
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
@@ -44,7 +44,6 @@ from storage.repositories import (
     NewTurnTodo,
     ToolAuditRepository,
     ToolCallKey,
-    ToolResultRepository,
     TurnScope,
     TurnTodoRepository,
 )
@@ -291,13 +290,13 @@ async def _write(
             applied = await _edit_rows(TurnTodoRepository(session), scope, raw_edits, limits)
             result: dict[str, Any] = {"status": "applied", "applied": applied}
             await _audit(ToolAuditRepository(session), origin, audited, None)
-            await ToolResultRepository(session).record(key, json.dumps(result), None)
+            await record_result(session, key, json.dumps(result))
         return result
     except ToolFailure as failure:
         result = {"status": "error", **failure.envelope()}
         async with database.session() as session:
             await _audit(ToolAuditRepository(session), origin, audited, failure)
-            await ToolResultRepository(session).record(key, json.dumps(result), None)
+            await record_result(session, key, json.dumps(result))
         return result
 
 
@@ -369,7 +368,7 @@ async def apply_plan_edits(
         if result is None:
             try:
                 result = await _write(database, scope, raw_edits, limits, origin)
-            except IntegrityError:
+            except (CallAlreadyRecorded, IntegrityError):
                 # Another attempt of this run recorded its edits first; this one rolled back.
                 result = await _recorded(database, scope, call_id)
                 if result is None:
