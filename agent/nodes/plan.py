@@ -49,7 +49,7 @@ from agent.turn.identity import (
     turn_id_of,
 )
 from agent.turn.lineage import RunIdentity, TurnRefused, begin_turn, identity_of
-from agent.turn.plan_card import ui_todos
+from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
@@ -71,8 +71,10 @@ async def edit_plan(
     deps: SupervisorDeps, state: SupervisorState, context: Context
 ) -> dict[str, Any]:
     """The update of a run that only edits the current turn's plan: no LLM call, the turn's
-    status and pause kept (``agent.turn.plan_edits``)."""
+    status and pause kept (``agent.turn.plan_edits``). The run's identity keys them, so a
+    re-picked attempt of the same server run applies them once."""
     scope = TurnScope(state.conversationId, state.turnId)
+    identity = identity_of(get_config())
     try:
         result = await apply_plan_edits(
             deps.database,
@@ -81,12 +83,19 @@ async def edit_plan(
             plan_limits(context),
             user_id=acting_user(context.user_id, get_config()),
             start_next=state.turnStatus == "running",
+            run_key=identity.run_id or identity.task_id,
         )
     except ToolFailure as failure:
         return {"planEditResult": {"status": "error", **failure.envelope()}}
+    todos = ui_todos(row.to_dict() for row in result.rows)
+    # The plan card too, so a UI that shows it (agent-chat-ui) shows the edited plan.
+    card = plan_card(
+        state.turnId, todos, state.messages, turn_status=state.turnStatus, llm_calls=state.llmCalls
+    )
     return {
         "planEditResult": {"status": "applied", "applied": result.applied},
-        "todos": ui_todos(row.to_dict() for row in result.rows),
+        "todos": todos,
+        **card,
         **NOTHING_HANDED,
     }
 

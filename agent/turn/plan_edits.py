@@ -16,19 +16,26 @@ progress, which would make a second row in progress) fails the whole batch with 
 envelope as a tool call's, and nothing changes. Every edit is recorded in ``tool_audit`` as a
 call of ``plan_edit`` (the failing one with its error code), so the user's edits sit beside the
 model's calls in the audit trail.
+
+A run's edits apply exactly once: a LangGraph Server that re-picks a run whose worker died starts
+it over from its input, ``planEdits`` included. The run's result is recorded in ``tool_results``
+(the tool call ledger, ``agent.turn.call_ledger``) in the same transaction as the edits and their
+audit rows, under the run's id, and an attempt that finds it returns it and changes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from agent.errors import ErrorCode, ToolFailure, database_failure, describe_validation_error
+from agent.turn.call_ledger import CallAlreadyRecorded, record_result, recorded_results
 from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan, validate_items
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
@@ -36,12 +43,15 @@ from storage.repositories import (
     CallOrigin,
     NewTurnTodo,
     ToolAuditRepository,
+    ToolCallKey,
     TurnScope,
     TurnTodoRepository,
 )
 
 AUDIT_NAME = "plan_edit"
 """The tool name the edits are audited under."""
+LEDGER_PREFIX = "plan-edit-"
+"""The ``tool_results`` id of a run's edits is this and the run's key (``ledger_id``)."""
 CANCELLED_BY_USER = "Cancelled by the user"
 
 
@@ -217,36 +227,118 @@ def _priorities(drafts: Sequence[_Draft], base: int) -> list[int]:
 
 
 async def _audit(
-    database: Database,
+    audit: ToolAuditRepository,
     origin: CallOrigin,
-    edits: Sequence[dict[str, Any]],
+    edits: Sequence[Any],
     failure: ToolFailure | None,
 ) -> None:
-    """One ``tool_audit`` row per edit: all of them on success, else the one that failed."""
+    """One ``tool_audit`` row per edit: all of them on success, else the one that failed (in
+    the caller's transaction, so the audit commits with the edits and the run's ledger row)."""
     failed_at = failure.extra.get("edit") if failure is not None else None
+    for index, edit in enumerate(edits):
+        if failure is not None and failed_at not in (None, index):
+            continue
+        call = CallOrigin(
+            origin.user_id, origin.conversation_id, origin.turn_id, f"{origin.tool_call_id}:{index}"
+        )
+        await audit.record(
+            call,
+            AUDIT_NAME,
+            edit if isinstance(edit, dict) else {"edit": edit},
+            status="error" if failure is not None else "success",
+            error_code=failure.code.value if failure is not None else None,
+        )
+        if failure is not None and failed_at is None:
+            break
+
+
+def ledger_id(run_key: str) -> str:
+    """The ``tool_results`` id under which a run's edits are recorded (the same for every
+    attempt of the run), and the prefix of its audit rows' call ids."""
+    return f"{LEDGER_PREFIX}{run_key}" if run_key else f"{LEDGER_PREFIX}{uuid.uuid4()}"
+
+
+def _outcome(result: dict[str, Any]) -> int:
+    """The applied count of a recorded result, or its failure raised again."""
+    if result.get("status") == "applied":
+        return int(result.get("applied") or 0)
+    envelope = {key: value for key, value in result.items() if key != "status"}
+    code = ErrorCode(envelope.pop("error"))
+    raise ToolFailure(code, envelope.pop("message"), envelope.pop("suggestion"), **envelope)
+
+
+async def _recorded(database: Database, scope: TurnScope, call_id: str) -> dict[str, Any] | None:
+    """What this run's edits did, if an earlier attempt of the run recorded it."""
+    found = await recorded_results(database, scope.conversation_id, [call_id])
+    record = found.get(call_id)
+    return json.loads(record.content) if record is not None else None
+
+
+async def _write(
+    database: Database,
+    scope: TurnScope,
+    raw_edits: Any,
+    limits: PlanLimits,
+    origin: CallOrigin,
+) -> dict[str, Any]:
+    """Apply the edits, audit them and record the run's result, all in one transaction; a
+    failing batch writes its audit row and its result alone. Returns the result as recorded."""
+    audited = raw_edits if isinstance(raw_edits, list) else [raw_edits]
+    key = ToolCallKey(scope.conversation_id, scope.turn_id, origin.tool_call_id, AUDIT_NAME)
     try:
         async with database.session() as session:
-            audit = ToolAuditRepository(session)
-            for index, edit in enumerate(edits):
-                if failure is not None and failed_at not in (None, index):
-                    continue
-                call = CallOrigin(
-                    origin.user_id,
-                    origin.conversation_id,
-                    origin.turn_id,
-                    f"{origin.tool_call_id}:{index}",
+            applied = await _edit_rows(TurnTodoRepository(session), scope, raw_edits, limits)
+            result: dict[str, Any] = {"status": "applied", "applied": applied}
+            await _audit(ToolAuditRepository(session), origin, audited, None)
+            await record_result(session, key, json.dumps(result))
+        return result
+    except ToolFailure as failure:
+        result = {"status": "error", **failure.envelope()}
+        async with database.session() as session:
+            await _audit(ToolAuditRepository(session), origin, audited, failure)
+            await record_result(session, key, json.dumps(result))
+        return result
+
+
+async def _edit_rows(
+    repository: TurnTodoRepository, scope: TurnScope, raw_edits: Any, limits: PlanLimits
+) -> int:
+    """Write the edits to the turn's rows (``ToolFailure``: a bad edit, nothing written);
+    the number of edits."""
+    edits = parse_edits(raw_edits)
+    if not scope.turn_id:
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            "This thread has no turn whose plan could be edited.",
+            "Send a message first; planEdits edit the plan of the thread's current turn.",
+        )
+    rows = await repository.find_by_turn(scope)
+    drafts = plan_after_edits(rows, edits, limits)
+    open_drafts = [d for d in drafts if d.status in OPEN_TODO_STATUSES]
+    closed_priorities = [r.priority for r in rows if r.status not in OPEN_TODO_STATUSES]
+    base = max(closed_priorities, default=-1) + 1
+    now = utc_now_iso()
+    for draft in drafts:
+        if draft.status == "cancelled" and draft.row is not None and draft.outcome:
+            await repository.close_if_open(
+                draft.row.id, status="cancelled", outcome=draft.outcome, completed_at=now
+            )
+    new_rows: list[NewTurnTodo] = []
+    for draft, priority in zip(open_drafts, _priorities(open_drafts, base), strict=True):
+        if draft.row is None:
+            new_rows.append(
+                NewTurnTodo(
+                    title=draft.title,
+                    context=draft.context,
+                    completion_criteria="",
+                    agent_type=None,
+                    priority=priority,
                 )
-                await audit.record(
-                    call,
-                    AUDIT_NAME,
-                    edit if isinstance(edit, dict) else {"edit": edit},
-                    status="error" if failure is not None else "success",
-                    error_code=failure.code.value if failure is not None else None,
-                )
-                if failure is not None and failed_at is None:
-                    break
-    except (SQLAlchemyError, OSError) as error:
-        raise database_failure(error, "audit record") from error
+            )
+        elif draft.row.priority != priority:
+            await repository.update(draft.row.id, priority=priority)
+    await repository.create_batch(scope, new_rows)
+    return len(edits)
 
 
 async def apply_plan_edits(
@@ -257,56 +349,35 @@ async def apply_plan_edits(
     *,
     user_id: str,
     start_next: bool,
+    run_key: str = "",
 ) -> EditResult:
     """Apply ``raw_edits`` (the input's ``planEdits``) to the turn's rows in one transaction,
     audited; ``ToolFailure`` (nothing changed) names the first bad edit. ``start_next``: the
-    turn is still running (paused), so a cancelled row in progress hands over to the next."""
-    origin = CallOrigin(user_id, scope.conversation_id, scope.turn_id, f"plan-edit-{uuid.uuid4()}")
-    audited = raw_edits if isinstance(raw_edits, list) else [raw_edits]
+    turn is still running (paused), so a cancelled row in progress hands over to the next.
+
+    ``run_key`` names the run (``agent.turn.lineage.RunIdentity``: the server's run id, the
+    same for every attempt of a run a LangGraph Server re-picks after its worker died; else the
+    LangGraph task's id). Its result is recorded in ``tool_results`` in the edits' own
+    transaction, so another attempt of the same run gets that result back and changes and
+    audits nothing; a run of its own (a new request, even with the same edits) applies them.
+    Without a key the result is recorded under an id of its own, which nothing replays."""
+    call_id = ledger_id(run_key)
+    origin = CallOrigin(user_id, scope.conversation_id, scope.turn_id, call_id)
     try:
-        edits = parse_edits(raw_edits)
-        if not scope.turn_id:
-            raise ToolFailure(
-                ErrorCode.NOT_FOUND,
-                "This thread has no turn whose plan could be edited.",
-                "Send a message first; planEdits edit the plan of the thread's current turn.",
-            )
-        async with database.session() as session:
-            repository = TurnTodoRepository(session)
-            rows = await repository.find_by_turn(scope)
-            drafts = plan_after_edits(rows, edits, limits)
-            open_drafts = [d for d in drafts if d.status in OPEN_TODO_STATUSES]
-            closed_priorities = [r.priority for r in rows if r.status not in OPEN_TODO_STATUSES]
-            base = max(closed_priorities, default=-1) + 1
-            now = utc_now_iso()
-            for draft in drafts:
-                if draft.status == "cancelled" and draft.row is not None and draft.outcome:
-                    await repository.close_if_open(
-                        draft.row.id, status="cancelled", outcome=draft.outcome, completed_at=now
-                    )
-            new_rows: list[NewTurnTodo] = []
-            for draft, priority in zip(open_drafts, _priorities(open_drafts, base), strict=True):
-                if draft.row is None:
-                    new_rows.append(
-                        NewTurnTodo(
-                            title=draft.title,
-                            context=draft.context,
-                            completion_criteria="",
-                            agent_type=None,
-                            priority=priority,
-                        )
-                    )
-                elif draft.row.priority != priority:
-                    await repository.update(draft.row.id, priority=priority)
-            await repository.create_batch(scope, new_rows)
-    except ToolFailure as failure:
-        await _audit(database, origin, audited, failure)
-        raise
+        result = await _recorded(database, scope, call_id) if run_key else None
+        if result is None:
+            try:
+                result = await _write(database, scope, raw_edits, limits, origin)
+            except (CallAlreadyRecorded, IntegrityError):
+                # Another attempt of this run recorded its edits first; this one rolled back.
+                result = await _recorded(database, scope, call_id)
+                if result is None:
+                    raise
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error) from error
+    applied = _outcome(result)
     plan = TurnPlan(database, scope)
     if start_next:
-        await plan.start_next()
-    await _audit(database, origin, audited, None)
+        await plan.start_next()  # idempotent: a replay whose first attempt stopped before it
     after, _ = await plan.rows()
-    return EditResult(applied=len(edits), rows=after)
+    return EditResult(applied=applied, rows=after)

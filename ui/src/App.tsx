@@ -27,6 +27,8 @@ import { Client } from "@langchain/langgraph-sdk";
 import { MARKS, PlanCard, type PlanCardProps, type Todo } from "./PlanCard";
 
 const GRAPH = "supervisor";
+/** The reason a cancelled row gets when the user types none. */
+const DEFAULT_CANCEL_REASON = "Cancelled in the web UI";
 const client = new Client({ apiUrl: `${window.location.origin}/api` });
 
 type Values = {
@@ -34,6 +36,7 @@ type Values = {
   turnId?: string;
   turnStatus?: string;
   llmCalls?: number;
+  ui?: { name: string; props: unknown }[];
   messages?: { type: string; usage_metadata?: { input_tokens?: number; output_tokens?: number } }[];
 };
 
@@ -42,6 +45,7 @@ export function App() {
   const approveRef = useRef(approvePlan);
   approveRef.current = approvePlan;
   const threadRef = useRef<string | undefined>(undefined);
+  const [reasked, setReasked] = useState<Reasked | null>(null);
 
   const runtime = useLangGraphRuntime({
     create: async () => {
@@ -89,7 +93,7 @@ export function App() {
             <ThreadPrimitive.Viewport className="viewport">
               <ThreadPrimitive.Messages components={{ UserMessage, AssistantMessage }} />
             </ThreadPrimitive.Viewport>
-            <Interrupt />
+            <Interrupt reasked={reasked} />
             <ComposerPrimitive.Root className="composer">
               <ComposerPrimitive.Input
                 className="composer-input"
@@ -101,7 +105,7 @@ export function App() {
           </ThreadPrimitive.Root>
         </main>
         <aside className="side">
-          <Plan threadRef={threadRef} />
+          <Plan threadRef={threadRef} onReasked={setReasked} />
         </aside>
       </div>
     </AssistantRuntimeProvider>
@@ -131,18 +135,34 @@ function AssistantMessage() {
   );
 }
 
+/** A pause asked again by a plan edit (the run that edits the plan is not the chat's, so the
+ * runtime keeps the value it had): `value`, shown while the runtime's pause is still `over`. */
+type Reasked = { over: string; value: unknown };
+
 /** The turn's plan: the live card the server pushes (generative UI), else `values.todos`. */
-function Plan({ threadRef }: { threadRef: React.MutableRefObject<string | undefined> }) {
+function Plan({
+  threadRef,
+  onReasked,
+}: {
+  threadRef: React.MutableRefObject<string | undefined>;
+  onReasked: (reasked: Reasked | null) => void;
+}) {
   const values = (useLangGraphState<Values>() ?? {}) as Values;
+  const interrupt = useLangGraphInterruptState();
   const setValues = useLangGraphSetState<Values>();
   const cards = useLangGraphUIMessages();
   const [title, setTitle] = useState("");
+  // The row whose Cancel was clicked: it asks for a reason (the default if left empty).
+  const [cancelling, setCancelling] = useState<string | null>(null);
+  const [cancelReason, setCancelReason] = useState("");
   const [error, setError] = useState<string | null>(null);
   const card = useMemo(() => {
-    const own = cards.filter((c) => c.name === "plan");
+    // `values.ui` first: a plan edit's run (not the chat's stream) leaves its card only there.
+    const fromValues = (values.ui ?? []).filter((c) => c.name === "plan");
+    const own = fromValues.length > 0 ? fromValues : cards.filter((c) => c.name === "plan");
     const latest = own.length > 0 ? (own[own.length - 1].props as PlanCardProps) : undefined;
     return latest && latest.turnId === values.turnId ? latest : undefined;
-  }, [cards, values.turnId]);
+  }, [cards, values.ui, values.turnId]);
   // Values arrive after each step, the card with each plan change: show the fresher one.
   const todos = values.todos && values.todos.length > 0 ? values.todos : card?.todos ?? [];
   const turnStatus = values.turnStatus ?? card?.turnStatus;
@@ -155,8 +175,15 @@ function Plan({ threadRef }: { threadRef: React.MutableRefObject<string | undefi
       const result = (await client.runs.wait(thread, GRAPH, {
         input: { planEdits },
       })) as Values & { __error__?: { message?: string } };
-      if (result?.__error__) setError(result.__error__.message ?? "the edit was refused");
-      else setValues((previous) => ({ ...(previous ?? {}), ...result }));
+      if (result?.__error__) {
+        setError(result.__error__.message ?? "the edit was refused");
+        return;
+      }
+      setValues((previous) => ({ ...(previous ?? {}), ...result }));
+      // A paused turn is asked again with the edited plan: show that pause, not the old one.
+      const state = await client.threads.getState(thread);
+      const pending = (state.tasks ?? []).flatMap((task) => task.interrupts ?? [])[0];
+      onReasked(pending && interrupt ? { over: JSON.stringify(interrupt.value), value: pending.value } : null);
     } catch (problem) {
       setError(String(problem));
     }
@@ -177,13 +204,40 @@ function Plan({ threadRef }: { threadRef: React.MutableRefObject<string | undefi
             <span className="mark">{MARKS[t.status] ?? "?"}</span>{" "}
             <span className={t.status === "cancelled" ? "struck" : ""}>{t.content ?? t.title}</span>
             {t.outcome ? <div className="outcome">{t.outcome}</div> : null}
-            {t.status === "pending" || t.status === "in_progress" ? (
+            {(t.status === "pending" || t.status === "in_progress") && cancelling !== t.id ? (
               <button
                 className="small"
-                onClick={() => void edit([{ op: "cancel", id: t.id, reason: "Cancelled in the web UI" }])}
+                onClick={() => {
+                  setCancelling(t.id);
+                  setCancelReason("");
+                }}
               >
                 Cancel
               </button>
+            ) : null}
+            {(t.status === "pending" || t.status === "in_progress") && cancelling === t.id ? (
+              <form
+                className="cancel-row"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  setCancelling(null);
+                  void edit([{ op: "cancel", id: t.id, reason: cancelReason.trim() || DEFAULT_CANCEL_REASON }]);
+                }}
+              >
+                <input
+                  autoFocus
+                  value={cancelReason}
+                  onChange={(e) => setCancelReason(e.target.value)}
+                  placeholder={DEFAULT_CANCEL_REASON}
+                  aria-label="Cancel reason"
+                />
+                <button type="submit" className="small">
+                  Cancel row
+                </button>
+                <button type="button" className="small" onClick={() => setCancelling(null)}>
+                  Keep
+                </button>
+              </form>
             ) : null}
           </li>
         ))}
@@ -225,13 +279,14 @@ type ShortForm = {
 };
 
 /** The pending interrupt as controls: a plan to approve, edit or reject; a question to answer. */
-function Interrupt() {
+function Interrupt({ reasked }: { reasked: Reasked | null }) {
   const interrupt = useLangGraphInterruptState();
   const send = useLangGraphSendCommand();
   const [answer, setAnswer] = useState("");
   const [reason, setReason] = useState("");
   const [editing, setEditing] = useState<string | null>(null);
-  const value = interrupt?.value as HitlRequest | ShortForm | undefined;
+  const current = reasked && interrupt && reasked.over === JSON.stringify(interrupt.value) ? reasked.value : interrupt?.value;
+  const value = current as HitlRequest | ShortForm | undefined;
   if (!value) return null;
   // assistant-ui types the resume as a string; the server takes any JSON value.
   const resume = (payload: unknown) => void send({ resume: payload as string });

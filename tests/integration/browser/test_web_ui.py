@@ -11,6 +11,7 @@ Screenshots of each step go to ``docs/`` (README shows them).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -244,24 +245,87 @@ def test_the_dev_server_serves_the_plan_card_component(
         assert script.status_code == 200 and "Plan: " in script.text
 
 
-def _adding_oracle() -> HttpPlanOracle:
-    return HttpPlanOracle(TITLES, lambda title: ("add_task", {"title": title.split("'")[1]}))
+def _task(title: str) -> str:
+    """The personal task a row of the plan adds: the quoted part of its title."""
+    return title.split("'")[1] if "'" in title else title
 
 
-def test_a_row_cancelled_at_the_approval_is_never_done(dev_server: DevServer, page: Any) -> None:
+def _added(body: dict[str, Any]) -> set[str]:
+    """The tasks the history shows added (an ``add_task`` call whose result is no error: one
+    refused before the approval, ``NOT_RUN``, was not)."""
+    calls: dict[str, dict[str, Any]] = {}
+    added: set[str] = set()
+    for message in body.get("messages") or []:
+        for call in message.get("tool_calls") or []:
+            calls[call["id"]] = call["function"]
+        function = calls.get(str(message.get("tool_call_id")))
+        is_result = message.get("role") == "tool" and function is not None
+        if (
+            is_result
+            and function["name"] == "add_task"
+            and '"error"' not in str(message["content"])
+        ):
+            added.add(json.loads(function["arguments"])["title"])
+    return added
+
+
+def one_step_oracle(body: dict[str, Any]) -> Reply:
+    """Plans ``TITLES``; then, for the row in progress, whatever its title is now (the user may
+    have edited or added it), adds its task unless it was added, else closes the row; answers
+    when nothing is open. An action refused before the approval is made again."""
+    rows = plan_rows(plan_view_of(body))
+    if not rows:
+        return tool_calls(("create_todo", {"items": [{"title": t} for t in TITLES]}))
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return text("All done.")
+    if _task(current.title) not in _added(body):
+        return tool_calls(("add_task", {"title": _task(current.title)}))
+    return tool_calls(("complete_todo", {"todoId": current.id, "outcome": f"did {current.title}"}))
+
+
+def _tasks(server: DevServer) -> list[str]:
+    with closing(sqlite3.connect(server.database)) as connection:
+        found = connection.execute("SELECT title FROM tasks ORDER BY rowid")
+        return [title for (title,) in found.fetchall()]
+
+
+def _audited_arguments(server: DevServer, tool: str) -> list[str]:
+    with closing(sqlite3.connect(server.database)) as connection:
+        found = connection.execute(
+            "SELECT arguments FROM tool_audit WHERE tool_name = ? ORDER BY id", (tool,)
+        )
+        return [arguments for (arguments,) in found.fetchall()]
+
+
+def _paused_for_approval(server: DevServer, page: Any) -> tuple[Any, Any]:
+    """Sends the request and waits for the plan approval; the approval box and the plan rows."""
     from playwright.sync_api import expect
 
-    dev_server.model.respond_with(_adding_oracle())
+    server.model.respond_with(one_step_oracle)
     _send(page, REQUEST)
     approval = page.get_by_test_id("approval")
     expect(approval).to_contain_text("Approve this plan?")
     rows = page.get_by_test_id("plan-row")
     expect(rows).to_have_count(3)
+    return approval, rows
+
+
+def test_a_row_cancelled_at_the_approval_with_a_reason_is_never_done(
+    dev_server: DevServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    approval, rows = _paused_for_approval(dev_server, page)
     calls_before = len(dev_server.model.requests)
 
-    rows.nth(1).get_by_role("button", name="Cancel").click()
+    rows.nth(1).get_by_role("button", name="Cancel", exact=True).click()
+    rows.nth(1).get_by_label("Cancel reason").fill("did it yesterday")
+    rows.nth(1).get_by_role("button", name="Cancel row").click()
     expect(rows.nth(1)).to_have_attribute("data-status", "cancelled")
-    expect(approval).to_contain_text("Approve this plan?")
+    expect(rows.nth(1)).to_contain_text("Cancelled by the user: did it yesterday")
+    expect(approval).to_contain_text("Approve this plan?")  # asked again, without the row
+    expect(approval).not_to_contain_text(TITLES[1])
     # The edit made no LLM call.
     assert len(dev_server.model.requests) == calls_before
 
@@ -269,9 +333,69 @@ def test_a_row_cancelled_at_the_approval_is_never_done(dev_server: DevServer, pa
     expect(page.get_by_test_id("turn-status")).to_contain_text("Turn: answered")
     assert _rows(dev_server) == [
         (TITLES[0], "completed", f"did {TITLES[0]}"),
-        (TITLES[1], "cancelled", "Cancelled by the user: Cancelled in the web UI"),
+        (TITLES[1], "cancelled", "Cancelled by the user: did it yesterday"),
         (TITLES[2], "completed", f"did {TITLES[2]}"),
     ]
+    # The cancelled row's task was never added, nor even tried.
+    assert _tasks(dev_server) == ["buy groceries", "call mom"]
+    added = _audited_arguments(dev_server, "add_task")
+    assert len(added) == 2 and not any("do laundry" in arguments for arguments in added)
+
+
+def test_a_plan_edited_at_the_approval_is_done_as_edited(dev_server: DevServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    approval, rows = _paused_for_approval(dev_server, page)
+
+    approval.get_by_role("button", name="Edit").click()
+    items = approval.get_by_label("Plan items, one a line")
+    expect(items).to_have_value("\n".join(TITLES))
+    items.fill("\n".join([TITLES[0], "Add 'wash the car'", TITLES[2]]))
+    approval.get_by_role("button", name="Save and approve").click()
+
+    expect(page.get_by_test_id("turn-status")).to_contain_text("Turn: answered")
+    expect(approval).to_have_count(0)
+    expect(rows).to_have_count(3)
+    expect(rows.nth(1)).to_contain_text("Add 'wash the car'")
+    assert _rows(dev_server) == [
+        (TITLES[0], "completed", f"did {TITLES[0]}"),
+        ("Add 'wash the car'", "completed", "did Add 'wash the car'"),
+        (TITLES[2], "completed", f"did {TITLES[2]}"),
+    ]
+    assert _tasks(dev_server) == ["buy groceries", "wash the car", "call mom"]
+
+
+def test_a_row_added_at_the_approval_is_done_with_no_llm_call_for_the_edit(
+    dev_server: DevServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    approval, rows = _paused_for_approval(dev_server, page)
+    calls_before = len(dev_server.model.requests)
+
+    page.get_by_label("New row").fill("Add 'water the plants'")
+    page.get_by_role("button", name="Add", exact=True).click()
+    expect(rows).to_have_count(4)
+    expect(rows.nth(3)).to_contain_text("Add 'water the plants'")
+    expect(rows.nth(3)).to_have_attribute("data-status", "pending")
+    expect(approval).to_contain_text("Add 'water the plants'")  # asked again, with the new row
+    expect(page.get_by_test_id("plan-card")).to_contain_text("Plan: 0/4 done")
+    assert len(dev_server.model.requests) == calls_before  # the edit made no LLM call
+
+    approval.get_by_role("button", name="Approve").click()
+    expect(page.get_by_test_id("turn-status")).to_contain_text("Turn: answered")
+    expect(rows.nth(3)).to_have_attribute("data-status", "completed")
+    assert _rows(dev_server)[3] == (
+        "Add 'water the plants'",
+        "completed",
+        "did Add 'water the plants'",
+    )
+    assert [status for _, status, _ in _rows(dev_server)] == ["completed"] * 4
+    assert _tasks(dev_server) == ["buy groceries", "do laundry", "call mom", "water the plants"]
+
+
+def _adding_oracle() -> HttpPlanOracle:
+    return HttpPlanOracle(TITLES, lambda title: ("add_task", {"title": title.split("'")[1]}))
 
 
 def test_a_rejected_plan_is_cancelled_with_the_reason(dev_server: DevServer, page: Any) -> None:
