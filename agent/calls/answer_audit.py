@@ -72,13 +72,15 @@ class AuditReply:
 
 def parse_audit(text: str) -> list[str]:
     """The parts the reply lists as missing; ``[]`` for an ``OK`` reply. A reply with
-    ``missing`` lines is read by them alone (any other line is ignored); one with none must be
-    ``OK`` on a line of its own, else it is unreadable (``UnreadableAudit``), never an OK."""
+    ``missing`` lines is read by them alone (any other line is ignored: a found gap is never
+    dropped for the chatter around it); one with none must start with ``OK`` on a line of its
+    own, else it is unreadable (``UnreadableAudit``), never an OK: an "OK" somewhere in a
+    rambling reply is no audit."""
     lines = [line for line in text.splitlines() if line.strip()]
     missing = [match["part"] for line in lines if (match := _MISSING.match(line))]
     if missing:
         return missing
-    if lines and any(_OK.match(line) for line in lines):
+    if lines and _OK.match(lines[0]):
         return []
     shown = " ".join(text.split())[:200] or "(empty reply)"
     raise UnreadableAudit(f"the reply was neither OK nor '- missing:' lines: {shown!r}")

@@ -187,6 +187,6 @@ def test_the_audit_reply_is_read_strictly() -> None:
     assert parse_audit("ok.\n") == []
     assert parse_audit("- missing: a\n* Missing: b\nmissing:c") == ["a", "b", "c"]
     assert parse_audit("Some parts:\n- missing: the eggs") == ["the eggs"]
-    for unreadable in ("", "Looks good", "- missing:", "OK, but the eggs are missing"):
+    for unreadable in ("", "Looks good", "- missing:", "OK, but the eggs are missing", "Hm.\nOK"):
         with pytest.raises(ValueError):
             parse_audit(unreadable)
