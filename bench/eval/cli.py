@@ -1,7 +1,7 @@
 """``python -m bench.eval``: run the suite's requests on each system and write the results.
 
     python -m bench.eval --model MODEL [--systems ...] [--repeat K] [--limit N] [--out DIR]
-                         [--requests FILE] [--timeout SECONDS]
+                         [--requests FILE] [--timeout SECONDS] [--audit-model MODEL]
 
 Runs are interleaved (for each request and repeat, every system in turn), so a slow spell of a
 shared machine falls on all systems alike. Every run has a fresh folder; a run that raises or
@@ -182,6 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=SYSTEM_NAMES,
         help=f"systems to run (default: {' '.join(DEFAULT_SYSTEMS)})",
     )
+    parser.add_argument(
+        "--audit-model",
+        help="turnplan-audit's auditor (Context.audit_model), any model setting; default: --model",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each request per system")
     parser.add_argument("--limit", type=int, help="only the first N requests")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the results")
@@ -199,9 +203,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RequestFileError as error:
         parser.error(str(error))
     requests = requests[: args.limit] if args.limit else requests
-    systems = [s for s in all_systems() if s.name in (args.systems or DEFAULT_SYSTEMS)]
+    systems = [
+        s for s in all_systems(args.audit_model) if s.name in (args.systems or DEFAULT_SYSTEMS)
+    ]
     model = resolve_model_setting(args.model)
     meta = run_facts(model, args.requests, args.repeat)
+    if args.audit_model and "turnplan-audit" in [s.name for s in systems]:
+        meta["audit model"] = args.audit_model
     args.out.mkdir(parents=True, exist_ok=True)
     records = asyncio.run(
         run_suite(

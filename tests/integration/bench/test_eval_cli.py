@@ -228,7 +228,7 @@ async def test_a_worker_request_goes_through_delegate_and_its_calls_are_counted(
     assert usage.calls == len(bodies) == 7
 
 
-async def test_turnplan_audit_audits_the_planned_answer_with_the_same_model(
+async def test_turnplan_audit_audits_the_planned_answer_with_its_audit_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bench.eval.checks import failed_checks
@@ -236,17 +236,19 @@ async def test_turnplan_audit_audits_the_planned_answer_with_the_same_model(
     from bench.eval.systems import DEFAULT_SYSTEMS, SYSTEM_NAMES, TurnplanEval, UsageCounter
 
     audits: list[str] = []
+    models: set[str] = set()
 
     def oracle(body: dict[str, Any]) -> Reply:
         prompt = str(body["messages"][-1].get("content"))
         if not body.get("tools") and prompt.startswith("You check an assistant's answer"):
-            audits.append(prompt)
+            audits.append(f"{body['model']}: {prompt}")
             return text("OK")
+        models.add(body["model"])
         return delegating_oracle(body)
 
     request = next(r for r in load_requests() if r.id == "worker-add-two")
     usage = UsageCounter()
-    system = TurnplanEval("auto", audit=True)
+    system = TurnplanEval("auto", audit=True, audit_model="openai:auditor")
     with ScriptedOpenAIServer() as server:
         server.respond_with(oracle)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -258,5 +260,6 @@ async def test_turnplan_audit_audits_the_planned_answer_with_the_same_model(
     assert (outcome.turn_status, outcome.audit_calls) == ("answered", 1)
     assert outcome.audit_tokens > 0
     (audit,) = audits
+    assert audit.startswith("auditor: ") and models == {"scripted"}
     assert request.text in audit and "add the two tasks" in audit
     assert usage.calls == 8  # the 7 of turnplan-auto, and the audit's
