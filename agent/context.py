@@ -173,6 +173,18 @@ class Context:
             "are counted apart (verifierCalls, verifierTokens). Empty: off."
         },
     )
+    audit_model: str | None = field(
+        default=None,
+        metadata={
+            "description": "A model (any string `model` accepts) that audits the answer of a "
+            "turn with a plan before it ends answered: without tools, it sees the request, the "
+            "rows with their outcomes and evidence and the draft answer, and lists the parts "
+            "not done or claimed without evidence. The supervisor is sent back once with them; "
+            "parts still missing end the turn incomplete, its answer naming them. A failed or "
+            "unreadable audit ends it failed. Its calls and tokens are counted apart "
+            "(auditCalls, auditTokens). Empty: off."
+        },
+    )
 
     _given: ClassVar[frozenset[str]] = frozenset()
     """The settings the caller named (an instance keeps its own): they override the defaults

@@ -20,7 +20,9 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.ui import AnyUIMessage, ui_message_reducer
 from pydantic import Field
 
-TurnStatus = Literal["running", "answered", "budget_exhausted", "stalled", "no_answer", "failed"]
+TurnStatus = Literal[
+    "running", "answered", "budget_exhausted", "stalled", "no_answer", "incomplete", "failed"
+]
 
 TodoSnapshot = dict[str, Any]
 """One ``turn_todos`` row in seed 004's ``list_todo`` shape."""
@@ -272,8 +274,10 @@ class SupervisorState(InputState):
                 "(an honest partial answer listing what was and was not done); no_answer (the "
                 "model replied with nothing, no text and no tool call, twice in a row, the "
                 "second time when asked again for a reply, or on the last call the budget "
-                "allowed: the message says so and gives the plan's state); failed (model or "
-                "database error). Only answered is an answer."
+                "allowed: the message says so and gives the plan's state); incomplete (every "
+                "item closed, but `Context.audit_model` still found parts of the request not "
+                "done after the supervisor was sent back once: the answer names them); failed "
+                "(model or database error, or an audit that failed). Only answered is an answer."
             )
         ),
     ] = "running"
@@ -359,6 +363,29 @@ class SupervisorState(InputState):
         add_or_reset,
     ] = 0
 
+    auditCalls: Annotated[
+        int,
+        Field(
+            description=(
+                "Calls of `Context.audit_model` in this turn (apart from `llmCalls`). Non-zero "
+                "while the turn runs: its answer was audited and it was sent back with what "
+                "was missing (it is sent back once at most)."
+            )
+        ),
+        add_or_reset,
+    ] = 0
+
+    auditTokens: Annotated[
+        int,
+        Field(
+            description=(
+                "Tokens (prompt plus completion) of those calls: the model's usage, else "
+                "estimated as characters / 4."
+            )
+        ),
+        add_or_reset,
+    ] = 0
+
     ui: Annotated[
         list[AnyUIMessage],
         Field(
@@ -406,7 +433,8 @@ class OutputState:
         TurnStatus,
         Field(
             description=(
-                "answered, budget_exhausted, stalled, no_answer or failed (see SupervisorState)."
+                "answered, budget_exhausted, stalled, no_answer, incomplete or failed (see "
+                "SupervisorState)."
             )
         ),
     ] = "running"
@@ -463,6 +491,16 @@ class OutputState:
         add_or_reset,
     ] = 0
     verifierTokens: Annotated[
+        int,
+        Field(description="Tokens of those calls."),
+        add_or_reset,
+    ] = 0
+    auditCalls: Annotated[
+        int,
+        Field(description="Calls of the audit model the turn made (`Context.audit_model`)."),
+        add_or_reset,
+    ] = 0
+    auditTokens: Annotated[
         int,
         Field(description="Tokens of those calls."),
         add_or_reset,

@@ -121,14 +121,15 @@ RUN_EXIT_CODES = {
     "stalled": 4,
     "no_answer": 5,
     "paused": 6,
+    "incomplete": 7,
 }
 """``turnplan run``'s exit status by how the turn ended: 0 only for an answer, so a script can
 trust it; 2 is a usage error (options that do not go together, as argparse's own); any status
 not listed (none is expected) exits 1, like a failure."""
 
 RUN_STATUS_MEANINGS = {
-    "failed": "the model or the database failed, or there was nothing to run (the message above "
-    "says which)",
+    "failed": "the model or the database failed, the audit of the answer failed, or there was "
+    "nothing to run (the message above says which)",
     "budget_exhausted": "the turn used its limit of model calls before its plan was done (the "
     "message above lists what was and was not done)",
     "stalled": "the model kept answering instead of working on the open plan items (the message "
@@ -136,6 +137,8 @@ RUN_STATUS_MEANINGS = {
     "no_answer": "the model replied with nothing, no text and no tool call, also when asked again "
     "(the message above gives the plan's state)",
     "paused": "the turn waits for your answer to its question",
+    "incomplete": "every plan item was closed, but the audit of the answer found parts of the "
+    "request not done (the message above names them)",
 }
 """The one line ``turnplan run`` prints on standard error when the turn did not answer."""
 
@@ -154,8 +157,8 @@ def why_not_answered(status: str) -> str:
 async def run_command(args: argparse.Namespace) -> int:
     """Exit 0 only when the turn ended with an answer; otherwise the status's own code
     (``RUN_EXIT_CODES``: 1 failed, also for bad settings and nothing to resume; 3
-    budget_exhausted, 4 stalled, 5 no_answer, 6 paused) with one line on standard error saying
-    why."""
+    budget_exhausted, 4 stalled, 5 no_answer, 6 paused, 7 incomplete) with one line on standard
+    error saying why."""
     from prompts import PromptFolderError
 
     try:  # importing the graph builds the served one, with TURNPLAN_PROMPTS_DIR's prompts

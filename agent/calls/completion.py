@@ -113,7 +113,7 @@ class RowJudge:
             raise _check_failure(f"the verifier model {setting!r} failed", error) from error
         self.verifier_calls += 1
         text = message_text(reply).strip()
-        self.verifier_tokens += _tokens(reply, prompt, text)
+        self.verifier_tokens += call_tokens(reply, prompt, text)
         return _verdict(text)
 
 
@@ -172,7 +172,7 @@ def _verdict(text: str) -> str | None:
     return f"the verifier did not accept it: {text[:300] or '(empty reply)'}"
 
 
-def _tokens(reply: Any, prompt: str, text: str) -> int:
+def call_tokens(reply: Any, prompt: str, text: str) -> int:
     """The call's prompt plus completion tokens: the model's usage, else characters / 4."""
     usage = reply.usage_metadata if isinstance(reply, AIMessage) else None
     if usage:

@@ -12,6 +12,8 @@ budget left goes straight back to ``execute`` (``agent.nodes.routing.after_tools
   end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
   row closed on the last allowed call, the same rows make a complete answer.
+- The model answered, every row is closed and ``Context.audit_model`` is set: the answer is
+  audited first, and may be sent back once or end ``incomplete`` (``agent.calls.answer_audit``).
 - After a tool round (a plan that was approved, or a step ``update_state`` made as ``tools``):
   extend the budget as ``execute`` would (seed 004: base more calls, never past the cap) and go
   on to ``execute``.
@@ -25,6 +27,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
+from agent.calls.answer_audit import audited
 from agent.context import Context
 from agent.errors import ToolFailure, operator_faults
 from agent.nodes import SupervisorNode
@@ -107,6 +110,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None)
         result = _drain(state, context, rows, counts)
+        if context.audit_model and rows and result.get("turnStatus") == "answered":
+            snapshot = folded_snapshot(rows, state.todos, state.evidenceLog)
+            result = await audited(state, context, snapshot, result)
         if result.get("turnStatus", "running") != "running":
             await store_row_usage(deps.database, claim.scope, state.rowUsage, state.usageEstimated)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]

@@ -231,6 +231,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             "toolErrors": 0,
             "verifierCalls": 0,
             "verifierTokens": 0,
+            "auditCalls": 0,
+            "auditTokens": 0,
             "evidenceLog": [],
             "modifiedTasks": [],
             "workerLlmCalls": [],

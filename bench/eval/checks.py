@@ -68,6 +68,11 @@ class RunOutcome:
     chooses_plan: bool = True
     """Whether the system decides itself whether to plan (``planning`` auto, todolist): only
     then is a plan made for a trivial request its fault."""
+    turn_status: str = ""
+    """turnplan's ``turnStatus`` (empty for todolist)."""
+    audit_calls: int = 0
+    """Calls of the audit model (``turnplan-audit``), counted apart by turnplan."""
+    audit_tokens: int = 0
 
 
 def normalised(text: str) -> str:

@@ -1,7 +1,7 @@
 """``python -m bench.eval``: run the suite's requests on each system and write the results.
 
     python -m bench.eval --model MODEL [--systems ...] [--repeat K] [--limit N] [--out DIR]
-                         [--requests FILE] [--timeout SECONDS]
+                         [--requests FILE] [--timeout SECONDS] [--audit-model MODEL]
 
 Runs are interleaved (for each request and repeat, every system in turn), so a slow spell of a
 shared machine falls on all systems alike. Every run has a fresh folder; a run that raises or
@@ -29,7 +29,13 @@ from agent.llm.chat_models import close_chat_models, resolve_model_setting
 from bench.eval.checks import failed_checks
 from bench.eval.report import RunRecord, markdown
 from bench.eval.requests import DEFAULT_REQUESTS, EvalRequest, RequestFileError, load_requests
-from bench.eval.systems import SYSTEM_NAMES, EvalSystem, UsageCounter, all_systems
+from bench.eval.systems import (
+    DEFAULT_SYSTEMS,
+    SYSTEM_NAMES,
+    EvalSystem,
+    UsageCounter,
+    all_systems,
+)
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "eval"
 DEFAULT_TIMEOUT = 900.0
@@ -73,6 +79,8 @@ async def run_one(
     checks: list[str] = []
     answer = ""
     plan_items = 0
+    audit = (0, 0)
+    status = ""
     with tempfile.TemporaryDirectory(prefix="turnplan-eval-") as workdir:
         try:
             outcome = await asyncio.wait_for(
@@ -85,6 +93,7 @@ async def run_one(
         else:
             checks = failed_checks(request, outcome)
             answer, plan_items = outcome.answer, outcome.plan_items
+            audit, status = (outcome.audit_calls, outcome.audit_tokens), outcome.turn_status
     seconds = time.perf_counter() - started
     if usage.calls_without_usage:
         checks.append(f"{usage.calls_without_usage} LLM call(s) reported no token usage")
@@ -102,6 +111,9 @@ async def run_one(
         plan_items=plan_items,
         answer=answer,
         error=error,
+        turn_status=status,
+        audit_calls=audit[0],
+        audit_tokens=audit[1],
     )
 
 
@@ -165,7 +177,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "OPENAI_BASE_URL, other providers); default: TURNPLAN_MODEL, else the agent's default",
     )
     parser.add_argument(
-        "--systems", nargs="+", choices=SYSTEM_NAMES, help="systems to run (default: all)"
+        "--systems",
+        nargs="+",
+        choices=SYSTEM_NAMES,
+        help=f"systems to run (default: {' '.join(DEFAULT_SYSTEMS)})",
+    )
+    parser.add_argument(
+        "--audit-model",
+        help="turnplan-audit's auditor (Context.audit_model), any model setting; default: --model",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each request per system")
     parser.add_argument("--limit", type=int, help="only the first N requests")
@@ -184,9 +203,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RequestFileError as error:
         parser.error(str(error))
     requests = requests[: args.limit] if args.limit else requests
-    systems = [s for s in all_systems() if not args.systems or s.name in args.systems]
+    systems = [
+        s for s in all_systems(args.audit_model) if s.name in (args.systems or DEFAULT_SYSTEMS)
+    ]
     model = resolve_model_setting(args.model)
     meta = run_facts(model, args.requests, args.repeat)
+    if args.audit_model and "turnplan-audit" in [s.name for s in systems]:
+        meta["audit model"] = args.audit_model
     args.out.mkdir(parents=True, exist_ok=True)
     records = asyncio.run(
         run_suite(

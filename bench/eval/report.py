@@ -5,6 +5,7 @@ completed item and wall time; per request, which checks failed for which system.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -32,6 +33,12 @@ class RunRecord:
     answer: str = ""
     error: str = ""
     """The exception that ended the run, if one did (the run is then failed)."""
+    turn_status: str = ""
+    """turnplan's ``turnStatus`` at the end of the run (empty for other systems, or when the
+    run raised)."""
+    audit_calls: int = 0
+    """Calls of the audit model (``Context.audit_model``); ``llm_calls`` counts them too."""
+    audit_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,6 +145,7 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
             ok = sum(1 for r in runs if r.success)
             cells.append(f"{ok}/{len(runs)}" if runs else "n/a")
         lines.append(f"| {request} | " + " | ".join(cells) + " |")
+    lines += status_lines(records, systems)
     failures = [r for r in records if not r.success]
     lines += ["", "## Failed checks", ""]
     if not failures:
@@ -152,6 +160,35 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
                 why = "; ".join(run.failed_checks) or run.error
                 lines.append(f"  - run {run.repeat + 1}: {_cell(why)}")
     return "\n".join(lines) + "\n"
+
+
+def status_lines(records: Sequence[RunRecord], systems: Sequence[str]) -> list[str]:
+    """How turnplan's turns ended, and what the answer audit cost and caught: a turn that
+    ended ``incomplete`` or ``failed`` though the checks passed is a false alarm; one that ended
+    ``answered`` though they failed is a miss. Nothing when no run has a turn status."""
+    shown = [s for s in systems if any(r.turn_status for r in records if r.system == s)]
+    if not shown:
+        return []
+    lines = [
+        "",
+        "## Turn status and answer audit",
+        "",
+        "| system | turn status | audit calls / run | audit tokens / run "
+        "| not answered, checks passed | answered, checks failed |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for system in shown:
+        runs = [r for r in records if r.system == system]
+        statuses = Counter(r.turn_status or "(none)" for r in runs)
+        per = max(len(runs), 1)
+        alarms = sum(1 for r in runs if r.success and r.turn_status not in ("answered", ""))
+        misses = sum(1 for r in runs if not r.success and r.turn_status == "answered")
+        lines.append(
+            f"| {system} | {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))} "
+            f"| {sum(r.audit_calls for r in runs) / per:.1f} "
+            f"| {_number(sum(r.audit_tokens for r in runs) / per)} | {alarms} | {misses} |"
+        )
+    return lines
 
 
 def _cell(text: str) -> str:

@@ -3,6 +3,8 @@
 - ``turnplan-auto``, ``turnplan-always``, ``turnplan-off``: ``agent.graph.build_graph`` with the
   run's ``Context.planning`` (``off`` binds no plan tools and asks for no plan), the model given
   as its setting string, so it is resolved (and its prompt profile chosen) as in any deployment;
+- ``turnplan-audit``: ``turnplan-auto`` with ``Context.audit_model`` the same model, or the one
+  ``--audit-model`` names (run only when named);
 - ``todolist``: LangChain's ``create_agent`` with ``TodoListMiddleware`` (``write_todos``), the
   same domain tools and turnplan's base prompt with the same toolset sections, on the chat model
   ``agent.llm.chat_models.resolve_chat_model`` builds for the same setting.
@@ -160,13 +162,17 @@ def _tools_for(request: EvalRequest, delegating: bool) -> list[str]:
 
 @dataclass
 class TurnplanEval:
-    """turnplan's graph with one ``Context.planning`` setting."""
+    """turnplan's graph with one ``Context.planning`` setting; with ``audit``, each planned
+    answer is audited (``Context.audit_model``: ``audit_model``, else the run's model), as
+    ``turnplan-audit``."""
 
     planning: str
+    audit: bool = False
+    audit_model: str | None = None
 
     @property
     def name(self) -> str:
-        return f"turnplan-{self.planning}"
+        return "turnplan-audit" if self.audit else f"turnplan-{self.planning}"
 
     async def run(
         self, request: EvalRequest, model: str, workdir: Path, usage: UsageCounter
@@ -189,6 +195,7 @@ class TurnplanEval:
                 toolsets=_tools_for(request, delegating),  # type: ignore[arg-type]
                 conversation_id=CONVERSATION,
                 user_id=USER,
+                audit_model=(self.audit_model or model) if self.audit else None,
             )
             output = await graph.ainvoke(
                 InputState(messages=[HumanMessage(content=request.text)]),
@@ -208,6 +215,9 @@ class TurnplanEval:
             conversation=conversation,
             plan_items=rows,
             chooses_plan=self.planning == "auto",
+            turn_status=str(output.get("turnStatus") or ""),
+            audit_calls=int(output.get("auditCalls") or 0),
+            audit_tokens=int(output.get("auditTokens") or 0),
         )
 
 
@@ -314,9 +324,20 @@ class TodoListEval:
         )
 
 
-def all_systems() -> list[EvalSystem]:
-    """Every system, in the report's order."""
-    return [TurnplanEval("auto"), TurnplanEval("always"), TurnplanEval("off"), TodoListEval()]
+def all_systems(audit_model: str | None = None) -> list[EvalSystem]:
+    """Every system, in the report's order; ``turnplan-audit``'s auditor is ``audit_model``,
+    else the run's model."""
+    return [
+        TurnplanEval("auto"),
+        TurnplanEval("always"),
+        TurnplanEval("off"),
+        TodoListEval(),
+        TurnplanEval("auto", audit=True, audit_model=audit_model),
+    ]
 
 
 SYSTEM_NAMES = tuple(system.name for system in all_systems())
+
+DEFAULT_SYSTEMS = tuple(name for name in SYSTEM_NAMES if name != "turnplan-audit")
+"""The systems a suite runs unless ``--systems`` names others: ``turnplan-audit`` is
+``turnplan-auto`` plus a second model call per planned turn, so it runs only when named."""

@@ -226,3 +226,40 @@ async def test_a_worker_request_goes_through_delegate_and_its_calls_are_counted(
     assert any("delegate" in names for names in supervisor)
     # 4 supervisor calls (plan, delegate, close, answer) and 3 of the worker, all counted.
     assert usage.calls == len(bodies) == 7
+
+
+async def test_turnplan_audit_audits_the_planned_answer_with_its_audit_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.eval.checks import failed_checks
+    from bench.eval.requests import load_requests
+    from bench.eval.systems import DEFAULT_SYSTEMS, SYSTEM_NAMES, TurnplanEval, UsageCounter
+
+    audits: list[str] = []
+    models: set[str] = set()
+
+    def oracle(body: dict[str, Any]) -> Reply:
+        prompt = str(body["messages"][-1].get("content"))
+        if not body.get("tools") and prompt.startswith("You check an assistant's answer"):
+            audits.append(f"{body['model']}: {prompt}")
+            return text("OK")
+        models.add(body["model"])
+        return delegating_oracle(body)
+
+    request = next(r for r in load_requests() if r.id == "worker-add-two")
+    usage = UsageCounter()
+    system = TurnplanEval("auto", audit=True, audit_model="openai:auditor")
+    with ScriptedOpenAIServer() as server:
+        server.respond_with(oracle)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        outcome = await system.run(request, "openai:scripted", tmp_path, usage)
+    assert system.name == "turnplan-audit" and system.name in SYSTEM_NAMES
+    assert system.name not in DEFAULT_SYSTEMS  # run only when named
+    assert failed_checks(request, outcome) == []
+    assert (outcome.turn_status, outcome.audit_calls) == ("answered", 1)
+    assert outcome.audit_tokens > 0
+    (audit,) = audits
+    assert audit.startswith("auditor: ") and models == {"scripted"}
+    assert request.text in audit and "add the two tasks" in audit
+    assert usage.calls == 8  # the 7 of turnplan-auto, and the audit's

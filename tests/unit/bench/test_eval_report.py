@@ -69,3 +69,16 @@ def test_progress_line_shows_the_bar_and_the_first_failed_check() -> None:
     line = progress_line(2, 4, RECORDS[1])
     assert line.startswith("[##########----------] 2/4 turnplan-auto list #1: FAILED (the answer")
     assert progress_line(4, 4, RECORDS[0]).endswith("ok 2.0 s, 4 calls")
+
+
+def test_the_status_table_counts_the_audits_false_alarms_and_misses() -> None:
+    records = [
+        record("turnplan-audit", "add", True, turn_status="answered", audit_calls=1),
+        record("turnplan-audit", "list", True, turn_status="incomplete", audit_calls=2),
+        record("turnplan-audit", "show", False, turn_status="answered", audit_calls=1),
+        record("todolist", "add", True),
+    ]
+    text = markdown(records, {})
+    assert "| turnplan-audit | answered 2, incomplete 1 | 1.3 | 0.0 | 1 | 1 |" in text
+    assert "| todolist |" not in text.split("## Turn status")[1].split("## Failed")[0]
+    assert "## Turn status" not in markdown(RECORDS, {})
