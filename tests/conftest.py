@@ -14,6 +14,7 @@ import pytest
 
 from agent.llm.chat_models import clear_model_cache, close_chat_models
 from storage import Database
+from tests.fakes import RECORDED_NOTES
 
 pytest_plugins = ["tests.scripted_openai", "tests.scripted_anthropic", "tests.postgres"]
 
@@ -67,3 +68,10 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         db = Database(f"sqlite+aiosqlite:///{tmp_path / 'turnplan.db'}")
     yield db
     await db.dispose()
+
+
+@pytest.fixture
+def recorded_notes() -> list[str]:
+    """The notes ``tests.fakes.record`` records in this test, empty at its start."""
+    RECORDED_NOTES.clear()
+    return RECORDED_NOTES

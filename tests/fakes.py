@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
+from langchain_core.tools import tool
 from pydantic import ConfigDict, Field
 
 from storage import Database
@@ -326,3 +328,14 @@ def scripted_turn(database: Database, *steps: Step) -> ScriptedChatModel:
 
 def tool_results(result: dict[str, Any], name: str) -> list[ToolMessage]:
     return [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == name]
+
+
+RECORDED_NOTES: list[str] = []
+"""What ``record`` did in the running test (the ``recorded_notes`` fixture empties it first)."""
+
+
+@tool
+def record(note: str) -> str:
+    """Record a note (the real work of a test whose checks look for it)."""
+    RECORDED_NOTES.append(note)
+    return json.dumps({"recorded": note})

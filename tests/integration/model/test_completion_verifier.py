@@ -9,29 +9,23 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_core.tools import tool
 
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
-from tests.fakes import act, answer_with, close_row, scripted_turn, tool_call, tool_results
+from tests.fakes import (
+    RECORDED_NOTES,
+    act,
+    answer_with,
+    close_row,
+    record,
+    scripted_turn,
+    tool_call,
+    tool_results,
+)
 from tests.scripted_openai import ScriptedOpenAIServer, text
 
-pytestmark = pytest.mark.usefixtures("isolated_model_env")
-
-RECORDED: list[str] = []
-
-
-@tool
-def record(note: str) -> str:
-    """Record a note (the real work of this test)."""
-    RECORDED.append(note)
-    return json.dumps({"recorded": note})
-
-
-@pytest.fixture(autouse=True)
-def _clear_recorded() -> None:
-    RECORDED.clear()
+pytestmark = pytest.mark.usefixtures("isolated_model_env", "recorded_notes")
 
 
 async def run(graph: Any, context: Context) -> dict[str, Any]:
@@ -70,7 +64,7 @@ async def test_the_verifier_refuses_a_close_without_evidence_then_accepts_it(
     assert refusal["error"] == "COMPLETION_REFUSED"
     assert "no note was recorded" in refusal["reason"]
     assert json.loads(str(accepted.content))["status"] == "completed"
-    assert RECORDED == ["milk"]
+    assert RECORDED_NOTES == ["milk"]
     # The verifier saw the criteria, the claimed outcome and, the second time, the real call.
     first, second = (request["messages"][-1]["content"] for request in scripted_openai.requests)
     assert criteria in first and "recorded milk" in first and '"tool": "record"' not in first

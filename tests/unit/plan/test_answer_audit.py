@@ -6,12 +6,10 @@ real ``ChatOpenAI`` against the scripted OpenAI server, built from an ``openai:`
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
 
 from agent.app.cli import run_exit_status, why_not_answered
 from agent.calls.answer_audit import parse_audit
@@ -19,25 +17,20 @@ from agent.context import Context
 from agent.graph import build_graph
 from agent.turn.identity import REMINDER_NAME
 from storage import Database
-from tests.fakes import act, answer_with, close_row, scripted_turn, tool_call
+from tests.fakes import (
+    RECORDED_NOTES,
+    act,
+    answer_with,
+    close_row,
+    record,
+    scripted_turn,
+    tool_call,
+)
 from tests.scripted_openai import ScriptedOpenAIServer, server_error, text
 
-pytestmark = pytest.mark.usefixtures("isolated_model_env")
+pytestmark = pytest.mark.usefixtures("isolated_model_env", "recorded_notes")
 
 REQUEST = "Record the notes 'milk' and 'eggs'."
-RECORDED: list[str] = []
-
-
-@tool
-def record(note: str) -> str:
-    """Record a note (the real work of this test)."""
-    RECORDED.append(note)
-    return json.dumps({"recorded": note})
-
-
-@pytest.fixture(autouse=True)
-def _clear_recorded() -> None:
-    RECORDED.clear()
 
 
 @pytest.fixture
@@ -98,7 +91,7 @@ async def test_a_missing_part_sends_the_supervisor_back_and_the_fixed_answer_is_
     result = await run(database, model, Context(audit_model="openai:auditor"))
 
     assert result["turnStatus"] == "answered"
-    assert RECORDED == ["milk", "eggs"]
+    assert RECORDED_NOTES == ["milk", "eggs"]
     assert [todo["status"] for todo in result["todos"]] == ["completed", "completed"]
     (sent_back,) = reminders(result)
     assert "record the note 'eggs'" in sent_back
@@ -126,7 +119,7 @@ async def test_a_part_still_missing_is_stated_and_the_turn_ends_incomplete(
     result = await run(database, model, Context(audit_model="openai:auditor"))
 
     assert result["turnStatus"] == "incomplete"
-    assert RECORDED == ["milk"]
+    assert RECORDED_NOTES == ["milk"]
     assert len(reminders(result)) == 1  # sent back once, not twice
     answer = result["messages"][-1]
     assert isinstance(answer, AIMessage)
