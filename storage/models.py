@@ -53,7 +53,6 @@ from sqlalchemy import (
     Text,
     event,
     false,
-    inspect,
     select,
     text,
 )
@@ -147,9 +146,11 @@ class TurnTodo(Base):
 
     def loaded_blockers(self) -> list[TurnTodo] | None:
         """``blockers`` when they were loaded with the row, else None (never a query)."""
-        if "blockers" in inspect(self).unloaded:
-            return None
-        return list(self.blockers)
+        # A loaded attribute lives in the instance's ``__dict__`` (as ``_seed_dict`` reads the
+        # continuation links); ``inspect(self).unloaded`` builds a set of every attribute's
+        # state, and this runs for every row of every plan view.
+        blockers = self.__dict__.get("blockers")
+        return None if blockers is None else list(blockers)
 
     def to_dict(self) -> dict[str, object]:
         """The row in seed 004's output shape (``list_todo`` items), plus ``blockedBy`` (the

@@ -17,9 +17,9 @@ dumps as ``None``; ``InjectedToolArg`` keeps it out of the schema the model sees
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
-from langchain_core.tools import InjectedToolArg
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import PlainSerializer
 
@@ -85,3 +85,18 @@ def record_key(
         tool_call_id=call_record_id(message.id if message else None, call_id) if call_id else "",
         tool_name=tool_name,
     )
+
+
+def resolve_annotations(tool: BaseTool) -> BaseTool:
+    """Replace the annotations of ``tool``'s function by the types they name, once.
+
+    langchain-core reads a tool function's type hints on every call (to find a
+    ``RunnableConfig`` parameter); under ``from __future__ import annotations`` they are strings,
+    which ``typing.get_type_hints`` compiles and evaluates each time: two of each plan item's
+    tool calls spent more there than in the call itself. Resolved here with ``include_extras``,
+    the ``Annotated`` markers (``InjectedToolArg``) stay as they were."""
+    if isinstance(tool, StructuredTool):
+        for function in (tool.func, tool.coroutine):
+            if function is not None:
+                function.__annotations__ = get_type_hints(function, include_extras=True)
+    return tool

@@ -18,7 +18,14 @@ from langgraph.types import Command
 from agent.calls.completion import CompletionCheck, RowJudge
 from agent.errors import ToolFailure, tool_error_content
 from agent.tool_names import TODO_TOOL_NAMES
-from agent.tools.runtime import ToolRuntimeT, call_key, run_context, state_value, turn_scope
+from agent.tools.runtime import (
+    ToolRuntimeT,
+    call_key,
+    resolve_annotations,
+    run_context,
+    state_value,
+    turn_scope,
+)
 from agent.turn.evidence import snapshot
 from agent.turn.plan_rows import (
     PlanChange,
@@ -244,6 +251,7 @@ def build_todo_tools(
     tools: list[BaseTool] = [create_todo, list_todo, complete_todo]
     for todo_tool in tools:  # the docstrings' indentation would be sent on every call
         todo_tool.description = " ".join(todo_tool.description.split())
+        resolve_annotations(todo_tool)
     return tools
 
 

@@ -215,36 +215,16 @@ async def begin_turn(
     never reopened.
     """
     try:
-        lost = await _lost_steps(database, scope, 1, identity)
-        async with database.session() as session:
-            owner = await ConversationRepository(session).claim(scope.conversation_id, user_id)
-            if owner != user_id:
-                raise ConversationNotYours(scope.conversation_id)
-            turns, steps = TurnRepository(session), TurnStepRepository(session)
-            known = await turns.find(scope)
-            if known is None:
-                await turns.create(scope, message_id=message_id, step=1, task_id=identity.task_id)
-                await steps.claim(scope, step=1, task_id=identity.task_id, run_id=identity.run_id)
-                return TurnClaim(scope, 1, rows=[])  # a turn that starts now has no rows yet
-            first = await steps.claimer(scope, 1)
-            if first is not None and (identity.took(first) or lost):
-                return await _retaken(steps, scope, 1)
-            if message_id and known.messageId != message_id:
-                raise TurnIdTaken(scope.turn_id)
-            earlier = await turns.find_fork(scope, task_id=identity.task_id, step=1)
-            if earlier is not None:  # this node forked already, and runs again
-                fork = TurnScope(scope.conversation_id, earlier.turnId)
-                return replace(await _retaken(steps, fork, 1), forked_from=scope.turn_id)
-            fork = fork_scope(scope)
-            await turns.create(
-                fork,
-                message_id=message_id,
-                step=1,
-                task_id=identity.task_id,
-                forked_from=scope.turn_id,
-            )
-            await steps.claim(fork, step=1, task_id=identity.task_id, run_id=identity.run_id)
-            return TurnClaim(fork, 1, forked_from=scope.turn_id, rows=[])
+        claim = await _claim_first_step(database, scope, message_id, identity, user_id, None)
+        if claim is None:
+            # Step 1 was taken by another task: whether that was this run, whose checkpoints
+            # were lost, is read from the checkpoints outside the write transaction (as
+            # ``continue_turn`` does); a turn that starts now never needs the read.
+            lost = await _lost_steps(database, scope, 1, identity)
+            claim = await _claim_first_step(database, scope, message_id, identity, user_id, lost)
+        if claim is None:  # pragma: no cover - decided once ``lost`` is known
+            raise RuntimeError("the claim of a turn's first step stayed undecided")
+        return claim
     except IntegrityError:
         # Two first runs of one turn id raced; the loser re-reads what the winner wrote.
         return await begin_turn(
@@ -252,6 +232,53 @@ async def begin_turn(
         )
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
+
+
+async def _claim_first_step(
+    database: Database,
+    scope: TurnScope,
+    message_id: str,
+    identity: RunIdentity,
+    user_id: str,
+    lost: bool | None,
+) -> TurnClaim | None:
+    """``begin_turn``'s claim in a write transaction; None when it depends on
+    ``RunIdentity.lost_since`` (step 1 taken by another task, checkpoints readable), which the
+    caller reads outside this transaction and passes as ``lost``."""
+    async with database.session() as session:
+        owner = await ConversationRepository(session).claim(scope.conversation_id, user_id)
+        if owner != user_id:
+            raise ConversationNotYours(scope.conversation_id)
+        turns, steps = TurnRepository(session), TurnStepRepository(session)
+        known = await turns.find(scope)
+        if known is None:
+            await turns.create(scope, message_id=message_id, step=1, task_id=identity.task_id)
+            await steps.claim(scope, step=1, task_id=identity.task_id, run_id=identity.run_id)
+            return TurnClaim(scope, 1, rows=[])  # a turn that starts now has no rows yet
+        first = await steps.claimer(scope, 1)
+        if first is not None and identity.took(first):
+            return await _retaken(steps, scope, 1)
+        if first is not None and identity.reads_checkpoints:
+            if lost is None:
+                return None
+            if lost:
+                return await _retaken(steps, scope, 1)
+        if message_id and known.messageId != message_id:
+            raise TurnIdTaken(scope.turn_id)
+        earlier = await turns.find_fork(scope, task_id=identity.task_id, step=1)
+        if earlier is not None:  # this node forked already, and runs again
+            fork = TurnScope(scope.conversation_id, earlier.turnId)
+            return replace(await _retaken(steps, fork, 1), forked_from=scope.turn_id)
+        fork = fork_scope(scope)
+        await turns.create(
+            fork,
+            message_id=message_id,
+            step=1,
+            task_id=identity.task_id,
+            forked_from=scope.turn_id,
+        )
+        await steps.claim(fork, step=1, task_id=identity.task_id, run_id=identity.run_id)
+        return TurnClaim(fork, 1, forked_from=scope.turn_id, rows=[])
 
 
 async def _lost_steps(
