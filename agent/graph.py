@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.sessions import Connection
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -76,33 +76,45 @@ SYNC_INVOKE_MESSAGE = (
 )
 
 
-def async_only(
-    node: SupervisorNode,
-    name: str,
-    defaults: ContextDefaults | None = None,
-    prompts: Prompts | None = None,
-) -> RunnableLambda[SupervisorState, Any]:
-    """The node for LangGraph, with a sync side that says how to call the graph instead of
-    LangGraph's generic "No synchronous function provided". Built from langchain-core's public
-    ``RunnableLambda``; the run's ``Runtime`` comes from ``get_runtime``, as LangGraph documents
-    for code that is not handed one. The node sees turnplan's settings as the runtime's context
-    whatever the run's context is (``agent.context.run_settings``): inside a user's graph it is
-    the parent's. ``prompts``: the graph's prompt texts, active while the node runs."""
+class AsyncOnlyNode(Runnable[SupervisorState, Any]):
+    """A supervisor node for LangGraph: async, with a sync side that says how to call the graph
+    instead of LangGraph's generic "No synchronous function provided".
 
-    def refuse_sync(state: SupervisorState) -> NoReturn:
+    A plain ``Runnable`` (langchain-core's public base class) rather than a ``RunnableLambda``:
+    LangGraph already traces each node as a run of its own, and a ``RunnableLambda`` opened a
+    second, nested one on every step (its callback manager, config and context copies: about a
+    twentieth of the Python work of a plan item). The run's ``Runtime`` comes from
+    ``get_runtime``, as LangGraph documents for code that is not handed one; the node sees
+    turnplan's settings as the runtime's context whatever the run's context is
+    (``agent.context.run_settings``): inside a user's graph it is the parent's. ``prompts``: the
+    graph's prompt texts, active while the node runs."""
+
+    def __init__(
+        self,
+        node: SupervisorNode,
+        name: str,
+        defaults: ContextDefaults | None = None,
+        prompts: Prompts | None = None,
+    ) -> None:
+        self._node = node
+        self._defaults = defaults
+        self._prompts = prompts or Prompts.at()
+        self.name = name
+
+    def invoke(
+        self, input: SupervisorState, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> NoReturn:
         raise TypeError(SYNC_INVOKE_MESSAGE)
 
-    graph_prompts = prompts or Prompts.at()
-
-    async def run(state: SupervisorState) -> Any:
+    async def ainvoke(
+        self, input: SupervisorState, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
         runtime = get_runtime(Context)
-        settings = run_settings(runtime.context, defaults)
+        settings = run_settings(runtime.context, self._defaults)
         if settings is not runtime.context:
             runtime = runtime.override(context=settings)
-        with use_prompts(graph_prompts):
-            return await node(state, runtime=runtime)
-
-    return RunnableLambda(refuse_sync, afunc=run, name=name)
+        with use_prompts(self._prompts):
+            return await self._node(input, runtime=runtime)
 
 
 def build_graph(
@@ -171,10 +183,10 @@ def build_graph(
     builder = StateGraph(
         SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("plan", async_only(make_plan_node(deps), "plan", context, prompts))
-    builder.add_node("execute", async_only(make_execute_node(deps), "execute", context, prompts))
+    builder.add_node("plan", AsyncOnlyNode(make_plan_node(deps), "plan", context, prompts))
+    builder.add_node("execute", AsyncOnlyNode(make_execute_node(deps), "execute", context, prompts))
     builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved, context, prompts))
-    builder.add_node("drain", async_only(make_drain_node(deps), "drain", context, prompts))
+    builder.add_node("drain", AsyncOnlyNode(make_drain_node(deps), "drain", context, prompts))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_plan, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
