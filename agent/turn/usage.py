@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from sqlalchemy.exc import SQLAlchemyError
@@ -120,19 +120,27 @@ def _reported(message: object) -> tuple[int, int] | None:
     return None
 
 
-class UsageRecorder(AsyncCallbackHandler):
+class UsageRecorder(BaseCallbackHandler):
     """Watches the chat model requests one model step really makes: a step of the compact
     profile may make none (the harness answers) or two (a plan, then a free answer), and its
-    result message may be rebuilt without the server's figures."""
+    result message may be rebuilt without the server's figures.
+
+    A plain handler run inline: it only counts, and an async handler costs a task and a gather
+    per event on every model call."""
+
+    run_inline = True
+    ignore_chain = True
+    ignore_retriever = True
+    ignore_agent = True
 
     def __init__(self) -> None:
         self.requests = 0
         self.reported: list[tuple[int, int]] = []
 
-    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
         self.requests += 1
 
-    async def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         for generations in response.generations:
             for generation in generations:
                 figures = _reported(getattr(generation, "message", None))
