@@ -25,7 +25,9 @@ def _upsert(dialect: str, rows: Sequence[Mapping[str, Any]]) -> Insert:
     """One INSERT of every row's figures that replaces the figures a row has already (both
     dialects say it alike): one statement, one transaction, however many rows."""
     module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(TurnRowUsage).values(list(rows))
+    # On the table, not the mapped class: the ORM's bulk path would coerce every value of
+    # every row again (about 150 calls per row at the end of each turn).
+    statement = module.insert(TurnRowUsage.__table__).values(list(rows))
     upsert: Insert = statement.on_conflict_do_update(
         index_elements=["conversationId", "todoId"],
         set_={name: statement.excluded[name] for name in _UPDATED},

@@ -94,10 +94,20 @@ async def test_a_planned_turn_drains_on_postgres_with_durable_checkpoints(
         # Another connection, as another process would open it, finds the thread.
         async with open_checkpointer(Database(url)) as reopened:
             saved = await reopened.aget_tuple(config)
+        # The rows' usage is written as the turn ends (a failure there is only logged).
+        async with database.session(readonly=True) as session:
+            charged = (
+                await session.execute(
+                    text('SELECT "todoId", "llmCalls" FROM turn_row_usage WHERE "turnId" = :turn'),
+                    {"turn": result["turnId"]},
+                )
+            ).all()
     finally:
         await database.dispose()
     assert result["turnStatus"] == "answered"
     assert [todo["status"] for todo in result["todos"]] == ["completed"] * 3
+    assert {todo_id for todo_id, _ in charged} == {todo["id"] for todo in result["todos"]}
+    assert all(calls >= 1 for _, calls in charged)
     assert saved is not None
     assert saved.checkpoint["channel_values"]["turnStatus"] == "answered"
 
