@@ -79,6 +79,21 @@ CLOSED_TODO_STATUSES = ("completed", "cancelled")
 
 AUDIT_STATUSES = ("success", "error")
 
+SEED_FIELDS = (
+    "id",
+    "title",
+    "context",
+    "completionCriteria",
+    "agentType",
+    "status",
+    "priority",
+    "outcome",
+    "createdAt",
+    "startedAt",
+    "completedAt",
+)
+"""The columns of a ``turn_todos`` row in seed 004's ``list_todo`` items, in their order."""
+
 
 def utc_now_iso(offset_microseconds: int = 0) -> str:
     """Now (plus an optional offset), as the ISO-8601 UTC text every timestamp column stores."""
@@ -167,23 +182,18 @@ class TurnTodo(Base):
         return snapshot
 
     def _seed_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "context": self.context,
-            "completionCriteria": self.completionCriteria,
-            "agentType": self.agentType,
-            "status": self.status,
-            "priority": self.priority,
-            "outcome": self.outcome,
-            "createdAt": self.createdAt,
-            "startedAt": self.startedAt,
-            "completedAt": self.completedAt,
-            # Loaded with the row (``todo_continuations``); a row made in this session and not
-            # read since has no link, and reading the attribute would go to the database.
-            "continuedFrom": self.__dict__.get("continuedFrom"),
-            "continuedIn": self.__dict__.get("continuedIn"),
+        # Loaded columns are read from the instance's ``__dict__`` (each attribute read through
+        # SQLAlchemy's descriptor is a call, for every row of every plan snapshot); one not
+        # loaded goes through the attribute as before.
+        loaded = self.__dict__
+        snapshot: dict[str, object] = {
+            name: loaded[name] if name in loaded else getattr(self, name) for name in SEED_FIELDS
         }
+        # Loaded with the row (``todo_continuations``); a row made in this session and not
+        # read since has no link, and reading the attribute would go to the database.
+        snapshot["continuedFrom"] = loaded.get("continuedFrom")
+        snapshot["continuedIn"] = loaded.get("continuedIn")
+        return snapshot
 
 
 class TodoContinuation(Base):
