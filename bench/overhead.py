@@ -18,6 +18,11 @@ With ``--checkpointed`` it also counts what the SQLite checkpointer is given, pe
 checkpoints it saves (one per superstep), the channel writes it stores (one per key of each
 node's update, plus LangGraph's own routing writes), and the bytes serialised for both.
 
+With ``--calls`` it also counts the Python function calls of the timed turn per item
+(``cProfile``, in one more run, so the timings are not slowed by it): machine-independent and
+steady to about 1 % where the times on a shared machine move by a fifth, the figure to compare
+two commits by (``bench/RESULTS.md``, "where the gap is").
+
 What is left of the wall time is the graph (three steps per item), the prompt, the model and
 tool plumbing of LangChain, and turnplan's own Python. Counts are exact and machine-independent;
 times are for comparing runs on one machine.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -77,6 +83,8 @@ class OverheadProfile:
     """Channel writes stored per item (checkpointed runs only), routing writes included."""
     serialized_kb: float = 0.0
     """Kilobytes the checkpointer serialised per item (checkpoints and writes)."""
+    python_calls: float = 0.0
+    """Python function calls per item in the timed turn (``calls`` runs only; 0 otherwise)."""
 
     @property
     def rest_ms(self) -> float:
@@ -89,10 +97,12 @@ class _Tally:
     the timed turn itself, not the schema created before it nor the untimed warm-up turn
     (``bench.measure._instant_run``; each turn starts the tally afresh)."""
 
-    def __init__(self) -> None:
+    def __init__(self, profiler: cProfile.Profile | None = None) -> None:
         self.counts: Counter[str] = Counter()
         self.seconds: dict[str, float] = dict.fromkeys(TIMED, 0.0)
         self.counting = False
+        self.profiler = profiler
+        """Enabled for the timed turn only, when the run counts Python calls."""
 
     def count(self, label: str) -> None:
         if self.counting:
@@ -103,9 +113,14 @@ class _Tally:
             self.counts.clear()
             self.seconds = dict.fromkeys(TIMED, 0.0)
             self.counting = True
+            if self.profiler is not None:
+                self.profiler.clear()  # the warm-up turn's calls are not the turn's
+                self.profiler.enable()
             try:
                 return await turn.run(request)
             finally:
+                if self.profiler is not None:
+                    self.profiler.disable()
                 self.counting = False
 
         return replace(turn, run=run)
@@ -199,10 +214,11 @@ class _CountedTurnplan(TurnplanSystem):
 
 
 async def profile(
-    n: int = DEFAULT_N, *, repeats: int = 5, checkpointed: bool = False
+    n: int = DEFAULT_N, *, repeats: int = 5, checkpointed: bool = False, calls: bool = False
 ) -> OverheadProfile:
     """The best of ``repeats`` instant runs of the sequential N-item turn, with its counts;
-    ``checkpointed``: with a SQLite checkpointer (``bench.measure._instant_run``)."""
+    ``checkpointed``: with a SQLite checkpointer (``bench.measure._instant_run``); ``calls``:
+    also the Python calls per item, counted in one more run."""
     best: OverheadProfile | None = None
     for _ in range(max(1, repeats)):
         tally = _Tally()
@@ -226,7 +242,18 @@ async def profile(
         if best is None or run.overhead_ms < best.overhead_ms:
             best = run
     assert best is not None
+    if calls:
+        best = replace(best, python_calls=await _python_calls(n, checkpointed))
     return best
+
+
+async def _python_calls(n: int, checkpointed: bool) -> float:
+    """Python function calls per item of one timed turn (the event loop's thread)."""
+    profiler = cProfile.Profile()
+    tally = _Tally(profiler)
+    with _hooks(tally):
+        await _instant_run(_CountedTurnplan(tally), n, checkpointed=checkpointed)
+    return sum(entry.callcount for entry in profiler.getstats()) / n
 
 
 def report(result: OverheadProfile) -> str:
@@ -243,6 +270,8 @@ def report(result: OverheadProfile) -> str:
             f"  checkpointer: {result.checkpoints:.2f} checkpoints, {result.channel_writes:.2f}"
             f" channel writes, {result.serialized_kb:.1f} kB serialised"
         )
+    if result.python_calls:
+        lines.append(f"  Python calls:      {result.python_calls:,.0f} per item (cProfile)")
     lines += [f"  {label:<18} {ms:6.2f} ms/item" for label, ms in result.timed_ms.items()]
     lines.append(f"  {'everything else':<18} {result.rest_ms:6.2f} ms/item")
     return "\n".join(lines)
@@ -257,8 +286,15 @@ def main() -> None:
         action="store_true",
         help="with a SQLite checkpointer, as langgraph dev runs the graph",
     )
+    parser.add_argument(
+        "--calls",
+        action="store_true",
+        help="also count the Python calls per item (one more run, under cProfile)",
+    )
     args = parser.parse_args()
-    result = asyncio.run(profile(args.n, repeats=args.repeats, checkpointed=args.checkpointed))
+    result = asyncio.run(
+        profile(args.n, repeats=args.repeats, checkpointed=args.checkpointed, calls=args.calls)
+    )
     print(report(result))
 
 

@@ -49,3 +49,19 @@ async def test_a_checkpointed_item_costs_two_checkpoints_and_sixteen_channel_wri
     assert round(8 * result.channel_writes - 4 * shorter.channel_writes) == 4 * 16
     assert result.serialized_kb > 0
     assert "channel writes" in report(result)
+
+
+async def test_python_calls_per_item_are_steady_enough_to_compare_two_commits_by() -> None:
+    first = await profile(4, repeats=1, calls=True)
+    second = await profile(4, repeats=1, calls=True)
+    uncounted = await profile(4, repeats=1)
+
+    assert first.problem == second.problem == ""
+    # Counted in the timed turn only (the warm-up turn's calls are cleared): thousands per
+    # item, and the same within a few percent from one run to the next, where wall times on a
+    # shared machine move by a fifth.
+    assert first.python_calls > 5_000
+    assert abs(first.python_calls - second.python_calls) <= 0.03 * first.python_calls
+    assert "Python calls" in report(first)
+    assert uncounted.python_calls == 0
+    assert "Python calls" not in report(uncounted)
