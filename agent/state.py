@@ -43,6 +43,35 @@ def add_or_reset(current: int, update: int) -> int:
     return current + update if update else 0
 
 
+# The side models' counters, declared once for both schemas (the state, and what a run returns).
+VerifierCalls = Annotated[
+    int,
+    Field(description="Calls of `Context.verifier_model` in this turn (apart from `llmCalls`)."),
+    add_or_reset,
+]
+AuditCalls = Annotated[
+    int,
+    Field(
+        description=(
+            "Calls of `Context.audit_model` in this turn (apart from `llmCalls`). Non-zero while "
+            "the turn runs: its answer was audited and it was sent back with what was missing "
+            "(it is sent back once at most)."
+        )
+    ),
+    add_or_reset,
+]
+SideModelTokens = Annotated[
+    int,
+    Field(
+        description=(
+            "Tokens (prompt plus completion) of that model's calls in this turn: its usage, "
+            "else estimated as characters / 4."
+        )
+    ),
+    add_or_reset,
+]
+
+
 @dataclass(kw_only=True)
 class InputState:
     """What a caller sends: the conversation's messages (the newest human message is the turn)."""
@@ -344,47 +373,10 @@ class SupervisorState(InputState):
         extend_or_reset,
     ] = field(default_factory=list)
 
-    verifierCalls: Annotated[
-        int,
-        Field(
-            description="Calls of `Context.verifier_model` in this turn (apart from `llmCalls`)."
-        ),
-        add_or_reset,
-    ] = 0
-
-    verifierTokens: Annotated[
-        int,
-        Field(
-            description=(
-                "Tokens (prompt plus completion) of those calls: the model's usage, else "
-                "estimated as characters / 4."
-            )
-        ),
-        add_or_reset,
-    ] = 0
-
-    auditCalls: Annotated[
-        int,
-        Field(
-            description=(
-                "Calls of `Context.audit_model` in this turn (apart from `llmCalls`). Non-zero "
-                "while the turn runs: its answer was audited and it was sent back with what "
-                "was missing (it is sent back once at most)."
-            )
-        ),
-        add_or_reset,
-    ] = 0
-
-    auditTokens: Annotated[
-        int,
-        Field(
-            description=(
-                "Tokens (prompt plus completion) of those calls: the model's usage, else "
-                "estimated as characters / 4."
-            )
-        ),
-        add_or_reset,
-    ] = 0
+    verifierCalls: VerifierCalls = 0
+    verifierTokens: SideModelTokens = 0
+    auditCalls: AuditCalls = 0
+    auditTokens: SideModelTokens = 0
 
     ui: Annotated[
         list[AnyUIMessage],
@@ -485,26 +477,10 @@ class OutputState:
         dict[str, Any] | None,
         Field(description="What this run's `planEdits` did (see SupervisorState)."),
     ] = None
-    verifierCalls: Annotated[
-        int,
-        Field(description="Calls of the verifier model the turn made (`Context.verifier_model`)."),
-        add_or_reset,
-    ] = 0
-    verifierTokens: Annotated[
-        int,
-        Field(description="Tokens of those calls."),
-        add_or_reset,
-    ] = 0
-    auditCalls: Annotated[
-        int,
-        Field(description="Calls of the audit model the turn made (`Context.audit_model`)."),
-        add_or_reset,
-    ] = 0
-    auditTokens: Annotated[
-        int,
-        Field(description="Tokens of those calls."),
-        add_or_reset,
-    ] = 0
+    verifierCalls: VerifierCalls = 0
+    verifierTokens: SideModelTokens = 0
+    auditCalls: AuditCalls = 0
+    auditTokens: SideModelTokens = 0
     ui: Annotated[
         list[AnyUIMessage],
         Field(description="Generative UI messages: each turn's plan card (see SupervisorState)."),
