@@ -23,6 +23,10 @@ With ``--calls`` it also counts the Python function calls of the timed turn per 
 steady to about 1 % where the times on a shared machine move by a fifth, the figure to compare
 two commits by (``bench/RESULTS.md``, "where the gap is").
 
+With ``--floor`` it also replays the timed turn's transactions below turnplan, through
+SQLAlchemy Core and through raw aiosqlite (``bench.db_floor``), to say how much of the database
+time each layer costs.
+
 What is left of the wall time is the graph (three steps per item), the prompt, the model and
 tool plumbing of LangChain, and turnplan's own Python. Counts are exact and machine-independent;
 times are for comparing runs on one machine.
@@ -53,6 +57,7 @@ from sqlalchemy.engine import Engine
 from agent.turn.call_ledger import RecordBatch
 from agent.turn.lineage import claim_next_step
 from agent.turn.plan_rows import TurnPlan
+from bench.db_floor import DatabaseFloor, TransactionRecorder, measure_floor, report_floor
 from bench.measure import _instant_run
 from bench.systems import PreparedTurn, TurnResult
 from bench.systems.turnplan import TurnplanSystem
@@ -85,6 +90,8 @@ class OverheadProfile:
     """Kilobytes the checkpointer serialised per item (checkpoints and writes)."""
     python_calls: float = 0.0
     """Python function calls per item in the timed turn (``calls`` runs only; 0 otherwise)."""
+    floor: DatabaseFloor | None = None
+    """The timed turn's transactions replayed below turnplan (``floor`` runs only)."""
 
     @property
     def rest_ms(self) -> float:
@@ -97,12 +104,18 @@ class _Tally:
     the timed turn itself, not the schema created before it nor the untimed warm-up turn
     (``bench.measure._instant_run``; each turn starts the tally afresh)."""
 
-    def __init__(self, profiler: cProfile.Profile | None = None) -> None:
+    def __init__(
+        self,
+        profiler: cProfile.Profile | None = None,
+        recorder: TransactionRecorder | None = None,
+    ) -> None:
         self.counts: Counter[str] = Counter()
         self.seconds: dict[str, float] = dict.fromkeys(TIMED, 0.0)
         self.counting = False
         self.profiler = profiler
         """Enabled for the timed turn only, when the run counts Python calls."""
+        self.recorder = recorder
+        """Records the timed turn's transactions, when the run measures the database floor."""
 
     def count(self, label: str) -> None:
         if self.counting:
@@ -116,11 +129,16 @@ class _Tally:
             if self.profiler is not None:
                 self.profiler.clear()  # the warm-up turn's calls are not the turn's
                 self.profiler.enable()
+            if self.recorder is not None:
+                self.recorder.clear()
+                self.recorder.recording = True
             try:
                 return await turn.run(request)
             finally:
                 if self.profiler is not None:
                     self.profiler.disable()
+                if self.recorder is not None:
+                    self.recorder.recording = False
                 self.counting = False
 
         return replace(turn, run=run)
@@ -214,11 +232,17 @@ class _CountedTurnplan(TurnplanSystem):
 
 
 async def profile(
-    n: int = DEFAULT_N, *, repeats: int = 5, checkpointed: bool = False, calls: bool = False
+    n: int = DEFAULT_N,
+    *,
+    repeats: int = 5,
+    checkpointed: bool = False,
+    calls: bool = False,
+    floor: bool = False,
 ) -> OverheadProfile:
     """The best of ``repeats`` instant runs of the sequential N-item turn, with its counts;
     ``checkpointed``: with a SQLite checkpointer (``bench.measure._instant_run``); ``calls``:
-    also the Python calls per item, counted in one more run."""
+    also the Python calls per item, counted in one more run; ``floor``: also the database
+    floor (``bench.db_floor``), the transactions of one more run replayed."""
     best: OverheadProfile | None = None
     for _ in range(max(1, repeats)):
         tally = _Tally()
@@ -244,7 +268,22 @@ async def profile(
     assert best is not None
     if calls:
         best = replace(best, python_calls=await _python_calls(n, checkpointed))
+    if floor:
+        best = replace(best, floor=await _database_floor(n, checkpointed, repeats))
     return best
+
+
+async def _database_floor(n: int, checkpointed: bool, repeats: int) -> DatabaseFloor:
+    """The timed turn's transactions, recorded in one more run and replayed
+    (``bench.db_floor``)."""
+    recorder = TransactionRecorder()
+    with recorder.installed():
+        _, problem = await _instant_run(
+            _CountedTurnplan(_Tally(recorder=recorder)), n, checkpointed=checkpointed
+        )
+    if problem:
+        raise RuntimeError(f"the recorded turn went wrong: {problem}")
+    return await measure_floor(n, recorder.transactions, repeats=repeats)
 
 
 async def _python_calls(n: int, checkpointed: bool) -> float:
@@ -274,6 +313,8 @@ def report(result: OverheadProfile) -> str:
         lines.append(f"  Python calls:      {result.python_calls:,.0f} per item (cProfile)")
     lines += [f"  {label:<18} {ms:6.2f} ms/item" for label, ms in result.timed_ms.items()]
     lines.append(f"  {'everything else':<18} {result.rest_ms:6.2f} ms/item")
+    if result.floor is not None:
+        lines.append(report_floor(result.floor))
     return "\n".join(lines)
 
 
@@ -291,9 +332,20 @@ def main() -> None:
         action="store_true",
         help="also count the Python calls per item (one more run, under cProfile)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also replay the turn's transactions through SQLAlchemy Core and raw aiosqlite",
+    )
     args = parser.parse_args()
     result = asyncio.run(
-        profile(args.n, repeats=args.repeats, checkpointed=args.checkpointed, calls=args.calls)
+        profile(
+            args.n,
+            repeats=args.repeats,
+            checkpointed=args.checkpointed,
+            calls=args.calls,
+            floor=args.floor,
+        )
     )
     print(report(result))
 

@@ -65,3 +65,21 @@ async def test_python_calls_per_item_are_steady_enough_to_compare_two_commits_by
     assert "Python calls" in report(first)
     assert uncounted.python_calls == 0
     assert "Python calls" not in report(uncounted)
+
+
+async def test_the_database_floor_replays_the_turns_own_transactions_to_the_same_rows() -> None:
+    result = await profile(4, repeats=1, floor=True)
+
+    assert result.problem == ""
+    floor = result.floor
+    assert floor is not None
+    # The replay is the timed turn's own database work, not a model of it: every transaction the
+    # turn began, and every statement it sent (those sent as BEGIN are the replay's own).
+    assert floor.transactions == round(4 * result.transactions)
+    assert floor.statements + floor.locking_transactions == round(4 * result.statements)
+    # Each way of sending them (SQLAlchemy Core pooled and held, raw aiosqlite) leaves the four
+    # rows closed, as the turn did: a replay that lost or reordered a write would not.
+    assert floor.row_statuses == {"completed": 4}
+    assert min(floor.sqlalchemy_core_ms, floor.sqlalchemy_held_ms, floor.raw_aiosqlite_ms) > 0
+    assert "raw aiosqlite" in report(result) and "4 completed" in report(result)
+    assert (await profile(4, repeats=1)).floor is None
