@@ -34,7 +34,7 @@ from typing import Any
 
 import aiosqlite
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from storage.engine import BEGIN_MODE_OPTION, SINGLE_STATEMENT, Database
@@ -75,7 +75,8 @@ class TransactionRecorder:
     def __init__(self) -> None:
         self.recording = False
         self.transactions: list[RecordedTransaction] = []
-        self._open: dict[int, RecordedTransaction] = {}
+        self._open: dict[Connection, RecordedTransaction] = {}
+        """The transactions open now, by the connection they run on (held only until they end)."""
 
     def clear(self) -> None:
         self.transactions.clear()
@@ -98,16 +99,22 @@ class TransactionRecorder:
             for name, listener in listeners:
                 event.remove(Engine, name, listener)
 
-    def _on_begin(self, connection: Any) -> None:
+    def _on_begin(self, connection: Connection) -> None:
         if self.recording:
-            self._open[id(connection)] = RecordedTransaction(begin=None)
+            self._open[connection] = RecordedTransaction(begin=None)
 
     def _on_statement(
-        self, connection: Any, _cursor: Any, sql: str, parameters: Any, _context: Any, many: bool
+        self,
+        connection: Connection,
+        _cursor: Any,
+        sql: str,
+        parameters: Any,
+        _context: Any,
+        many: bool,
     ) -> None:
         if not self.recording:
             return
-        transaction = self._open.get(id(connection))
+        transaction = self._open.get(connection)
         if transaction is None:
             return
         if sql.startswith("BEGIN "):
@@ -115,14 +122,14 @@ class TransactionRecorder:
             return
         transaction.statements.append((sql, parameters, many))
 
-    def _on_commit(self, connection: Any) -> None:
+    def _on_commit(self, connection: Connection) -> None:
         self._close(connection, committed=True)
 
-    def _on_rollback(self, connection: Any) -> None:
+    def _on_rollback(self, connection: Connection) -> None:
         self._close(connection, committed=False)
 
-    def _close(self, connection: Any, *, committed: bool) -> None:
-        transaction = self._open.pop(id(connection), None)
+    def _close(self, connection: Connection, *, committed: bool) -> None:
+        transaction = self._open.pop(connection, None)
         if transaction is not None and transaction.statements:
             transaction.committed = committed
             self.transactions.append(transaction)
