@@ -24,6 +24,10 @@ What each request gets:
 
 A streamed request with free tool use is generated whole, then sent as one chunk plus the final
 one: the tool calls are only known once the text is complete.
+
+Every request's tool schemas and ``response_format`` are first made safe for llama.cpp's grammar
+(``grammar_safe``): a bound of more than ``GRAMMAR_MAX_REPEAT`` characters or items is lowered
+to it, because a longer one crashes the server instead of failing the request.
 """
 
 from __future__ import annotations
@@ -41,6 +45,39 @@ _CALLS_START = ('{"name"', "{{", "```")
 _FENCE = re.compile(r"```(?:json)?")
 _NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 _FREE_CHOICES = (None, "auto", "required")
+
+GRAMMAR_MAX_REPEAT = 500
+"""The largest ``maxLength``/``minLength``/``maxItems``/``minItems`` a schema keeps on its way
+to llama-cpp-python's grammar. Its JSON-schema converter writes a string of at most n characters
+(or a list of at most n items) as n nested optional groups, and llama.cpp's grammar parser gives
+up on about a thousand of them ("failed to parse grammar"); the server then samples with no
+grammar and dies in libllama (a segmentation fault: the client sees the connection dropped, and
+the next call waits for a restart). The personal-task tools' ``description`` (``maxLength``
+2000) did that whenever a full-profile model called ``add_task`` or ``update_task``. Measured on
+llama-cpp-python 0.3.36 with Gemma 3 270M: 1,000 parses, 1,100 does not. The tools still check
+their own limits; the model is only kept from writing more than this in one argument."""
+
+_BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+def grammar_safe(schema: Any) -> Any:
+    """A copy of ``schema`` (a JSON schema, a list of tools, a ``response_format``, or anything
+    holding them) with every length or item-count bound above ``GRAMMAR_MAX_REPEAT`` lowered to
+    it; the rest as it was."""
+    if isinstance(schema, dict):
+        safe = {key: grammar_safe(value) for key, value in schema.items()}
+        for key in _BOUNDS:
+            bound = safe.get(key)
+            if (
+                isinstance(bound, int)
+                and not isinstance(bound, bool)
+                and bound > GRAMMAR_MAX_REPEAT
+            ):
+                safe[key] = GRAMMAR_MAX_REPEAT
+        return safe
+    if isinstance(schema, list):
+        return [grammar_safe(item) for item in schema]
+    return schema
 
 
 def _template_handler(llama: Any) -> Any:
@@ -192,6 +229,7 @@ def gguf_template_tools(
     """The chat-completion handler (llama-cpp-python's handler signature)."""
     handler = _template_handler(llama)
     messages = _with_argument_objects(messages)
+    tools, response_format = grammar_safe(tools), grammar_safe(response_format)
     free_tools = bool(tools) and tool_choice in _FREE_CHOICES and response_format is None
     if not free_tools:
         return handler(
@@ -232,6 +270,9 @@ def chatml_tools(
     from llama_cpp.llama_chat_format import chatml_function_calling
 
     handler: Any = chatml_function_calling
+    tools = grammar_safe(tools)
+    if "response_format" in kwargs:
+        kwargs["response_format"] = grammar_safe(kwargs["response_format"])
     if not tools or tool_choice not in _FREE_CHOICES or kwargs.get("response_format"):
         return handler(
             llama=llama,

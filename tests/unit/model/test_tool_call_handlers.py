@@ -191,3 +191,40 @@ def test_a_plain_answer_stays_a_plain_answer() -> None:
 
     assert response["choices"][0]["message"]["content"] == "You have one open task."
     assert response["choices"][0]["finish_reason"] == "stop"
+
+
+def test_grammar_bounds_llama_cpp_cannot_parse_are_lowered_and_the_request_is_left_alone() -> None:
+    from agent.llm.tool_call_handlers import GRAMMAR_MAX_REPEAT, grammar_safe
+
+    description = {"type": "string", "maxLength": 2000}
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add_task",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string", "minLength": 1, "maxLength": 200},
+                        "description": description,
+                        "tags": {"type": "array", "items": description, "maxItems": 5000},
+                    },
+                    "required": ["title"],
+                },
+            },
+        }
+    ]
+
+    safe = grammar_safe(tools)
+
+    properties = safe[0]["function"]["parameters"]["properties"]
+    # What llama.cpp's grammar parser fails on (and the server then dies of) is lowered...
+    assert properties["description"]["maxLength"] == GRAMMAR_MAX_REPEAT
+    assert properties["tags"]["maxItems"] == GRAMMAR_MAX_REPEAT
+    assert properties["tags"]["items"]["maxLength"] == GRAMMAR_MAX_REPEAT
+    # ...what it parses is kept, and so is everything else about the tool.
+    assert properties["title"] == {"type": "string", "minLength": 1, "maxLength": 200}
+    assert safe[0]["function"]["parameters"]["required"] == ["title"]
+    # The caller's schema is not changed under it.
+    assert description == {"type": "string", "maxLength": 2000}
+    assert grammar_safe(None) is None
