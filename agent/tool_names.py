@@ -8,6 +8,26 @@ PLAN_CHANGING_TOOLS = frozenset({"create_todo", "complete_todo", "continue_open_
 CONTINUE_OPEN_TODOS = "continue_open_todos"
 """Copies the rows earlier turns left open into the turn (``agent.tools.continue_plan``): bound
 only in a plan step that was told such rows exist."""
+CONTINUE_VERBS: tuple[str, ...] = (
+    "continue",
+    "go on",
+    "carry on",
+    "keep going",
+    "resume",
+    "proceed",
+    "pick up where",
+    "finish the rest",
+    "finish what's left",
+    "finish what is left",
+    "finish the remaining",
+    "do the rest",
+    "do what's left",
+    "do what is left",
+)
+"""The words a request starts with when it asks to go on with the plan earlier turns left open:
+``continue_open_todos`` declares them, and the compact profile says there is nothing to continue
+for them when no row is open. "finish the rest" beats the task verb "finish": the longest verb a
+step starts with names its tool (``agent.prompting.compact_plan.steps_by_verb``)."""
 ASK_USER = "ask_user"
 """The question to the user (``agent.tools.ask_user``)."""
 ORDERED_TOOL_NAMES = TODO_TOOL_NAMES | {ASK_USER}

@@ -169,9 +169,10 @@ class SupervisorDeps:
 
     def offers_continue(self, context: Context) -> bool:
         """Whether a plan step of this run can be told of rows earlier turns left open and
-        offered ``continue_open_todos`` (the full profile, with planning on)."""
-        profile = prompt_profile(context, model_setting_of(self.model, context))
-        return profile.tools == "by_phase" and context.planning != "off"
+        offered ``continue_open_todos`` (with planning on: the full profile's model is told in
+        a line and given the tool; the compact profile's harness calls it for a step that asks
+        to continue)."""
+        return context.planning != "off"
 
     async def step_call(
         self,
@@ -187,8 +188,8 @@ class SupervisorDeps:
         (``agent.prompting.builder.FULL`` or ``COMPACT``). ``open_elsewhere``: titles of the
         rows earlier turns left open, for a plan step: the full profile then says so in one
         line and binds ``continue_open_todos`` (never otherwise: its schema would be sent with
-        every call for nothing; the compact profile's small models continue through
-        ``continuePlan`` in the run's input)."""
+        every call for nothing); the compact profile offers it to its plan's verbs only
+        (``agent.prompting.compact_tools.continues``), so a small model is told nothing."""
         setting = model_setting_of(self.model, context)
         run_tools = await self.catalog.for_run(context)
         profile = prompt_profile(context, setting)
@@ -209,7 +210,7 @@ class SupervisorDeps:
         base_prompt = self.base_prompt(
             run_tools, profile, step_phase(rows, required_tool), context.planning
         )
-        if offer_continue:
+        if offer_continue and profile.tools == "by_phase":
             base_prompt = f"{base_prompt}\n\n{open_items_note(open_elsewhere)}"
         return StepCall(
             model=model,

@@ -29,6 +29,7 @@ from agent.prompting.request_steps import (
 )
 from agent.tool_names import (
     AGENT_TYPE_METADATA,
+    CONTINUE_OPEN_TODOS,
     DELEGATED_TOOLS_METADATA,
     REQUEST_VERBS_METADATA,
 )
@@ -131,9 +132,9 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         if step.heading:
             decided[step.words] = NOT_AN_ACTION
             continue
-        named = [tool.name for tool in tools if verb_at_start(step.words, _verbs(tool))]
+        named = _named_by_longest_verb(step.words, tools)
         if not named and step.follows:
-            named = [tool.name for tool in tools if verb_at_start(step.follows, _verbs(tool))]
+            named = _named_by_longest_verb(step.follows, tools)
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
                 named = [inherited]
@@ -142,6 +143,15 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         if len(named) == 1:
             decided[step.words] = named[0]
     return decided
+
+
+def _named_by_longest_verb(words: str, tools: Sequence[BaseTool]) -> list[str]:
+    """The tools whose verb ``words`` start with, keeping only those with the longest such
+    verb: "finish the rest" is a continuation, not "finish" (complete) on "the rest"; "mark as
+    not done" reopens, not "mark"."""
+    matched = {tool.name: verb_at_start(words, _verbs(tool)) for tool in tools}
+    longest = max((len(verb) for verb in matched.values() if verb), default=0)
+    return [name for name, verb in matched.items() if verb and len(verb) == longest]
 
 
 _WORDS = re.compile(r"[a-z0-9']+")
@@ -218,8 +228,8 @@ def plan_items(
     seen: set[tuple[str, str]] = set()
     for index, step in enumerate(steps):
         tool = chosen.get(step.words)
-        if not isinstance(tool, str) or tool == NOT_AN_ACTION:
-            continue
+        if not isinstance(tool, str) or tool in (NOT_AN_ACTION, CONTINUE_OPEN_TODOS):
+            continue  # no item: a continuation's items are the rows it copies
         target = core_phrase(step, verb_at_start(step.phrase, verbs.get(tool, ())))
         if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
             # "add each of them as a task" adds the items already planned, nothing new.

@@ -80,10 +80,10 @@ from agent.prompting.compact_plan import (
     steps_by_verb,
     whole_request_items,
 )
-from agent.prompting.request_steps import QUOTED, RequestStep, request_steps
-from agent.tool_names import ASK_USER, TODO_TOOL_NAMES
+from agent.prompting.request_steps import QUOTED, RequestStep, request_steps, verb_at_start
+from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, CONTINUE_VERBS, TODO_TOOL_NAMES
 from agent.turn.outcome import plan_finished_message
-from prompts import render_prompt
+from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
 MAX_STRING_LENGTH = 120
@@ -175,7 +175,7 @@ def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
         if isinstance(message, HumanMessage):
             break
         if isinstance(message, ToolMessage):
-            if message.name in TODO_TOOL_NAMES:
+            if message.name in TODO_TOOL_NAMES or message.name == CONTINUE_OPEN_TODOS:
                 break
             if not is_lookup(message):
                 results.append(message)
@@ -315,6 +315,8 @@ def step_binding(
     domain_tools = [
         tool for tool in tools if tool.name not in TODO_TOOL_NAMES and tool.name != ASK_USER
     ]
+    if phase != "plan":  # a continuation is asked for in the request, so only its plan says so
+        domain_tools = [tool for tool in domain_tools if tool.name != CONTINUE_OPEN_TODOS]
     if phase == "plan":
         steps = tuple(request_steps(request))
         if steps and domain_tools and "create_todo" in by_name:
@@ -481,9 +483,11 @@ def _plan_binding(
             # help", "I washed the car", "Email my boss ...": 1 right in 5, measured.)
             decided[step.words] = NOT_AN_ACTION
     if undecided:
+        # The model chooses among the actions only: a continuation is named by its verbs.
+        choices = [tool for tool in tools if tool.name != CONTINUE_OPEN_TODOS]
         return StepBinding(
             "plan",
-            [plan_steps_tool(undecided, tools)],
+            [plan_steps_tool(undecided, choices)],
             PLAN_TOOL,
             PLAN_MAX_TOKENS,
             plan_steps=tuple(steps),
@@ -493,6 +497,9 @@ def _plan_binding(
             plan_history=tuple(history),
         )
     items = plan_items(steps, decided, tools)
+    if continues(steps, decided):
+        reply = continuation_message(items)
+        return StepBinding("plan", [], CONTINUE_OPEN_TODOS, PLAN_MAX_TOKENS, reply=reply)
     by_name = {tool.name: tool for tool in tools}
     if len(items) == 1 and not required:
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
@@ -508,9 +515,33 @@ def _plan_binding(
             reply=_tool_call_message("create_todo", {"items": items or whole_request_items(steps)}),
         )
     # Nothing the request asks for is something a tool does: said plainly, no call made.
+    if any(verb_at_start(step.words, CONTINUE_VERBS) for step in steps):
+        # "please continue" with no plan left open (else ``continue_open_todos`` was bound).
+        return StepBinding(
+            "answer",
+            [],
+            None,
+            ANSWER_MAX_TOKENS,
+            reply=AIMessage(load_prompt("nothing_to_continue")),
+        )
     names = ", ".join(tool.name for tool in tools)
     reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+
+
+def continues(steps: Sequence[RequestStep], decided: Mapping[str, Any]) -> bool:
+    """Whether a step of the request asks to go on with the plan earlier turns left open (its
+    verb named ``continue_open_todos``, bound only when such rows exist)."""
+    return any(decided.get(step.words) == CONTINUE_OPEN_TODOS for step in steps)
+
+
+def continuation_message(items: Sequence[Mapping[str, Any]]) -> AIMessage:
+    """The plan of a request that continues: the open rows copied first, then the request's
+    other steps added after them, as the full profile's model would call both."""
+    calls = _tool_call_message(CONTINUE_OPEN_TODOS, {}).tool_calls
+    if items:
+        calls += _tool_call_message("create_todo", {"items": list(items)}).tool_calls
+    return AIMessage(content="", tool_calls=calls)
 
 
 def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIMessage | None:
@@ -682,7 +713,10 @@ def _plan_runnable(
         message = reply if isinstance(reply, AIMessage) else AIMessage(content="")
         calls = message.tool_calls
         chosen = next((call["args"] for call in calls if call["name"] == PLAN_TOOL), {})
-        items = plan_items(steps, {**chosen, **binding.plan_decided}, tools)
+        decided = {**chosen, **binding.plan_decided}
+        items = plan_items(steps, decided, tools)
+        if continues(steps, decided):
+            return continuation_message(items)
         if not items and binding.plan_required:
             items = whole_request_items(steps)
         direct = (

@@ -1,7 +1,9 @@
 """``continue_open_todos``: the user asked to go on with a plan earlier turns left unfinished.
 
 The supervisor is told in its plan step when earlier turns of the conversation left rows open
-(``prompts/open_todos_note.md``) and gets this tool then. The rules live in
+(``prompts/open_todos_note.md``) and gets this tool then; under the compact profile the harness
+calls it when a step of the request starts with one of its verbs ("please continue"). The rules
+live in
 ``agent.turn.continuation``: the open rows become this turn's plan, the old ones are closed as
 continued and linked to their copies, and a call replayed after a crash returns its recorded
 result instead of copying again.
@@ -14,7 +16,12 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
-from agent.tool_names import CONTINUE_OPEN_TODOS, IN_ORDER_METADATA
+from agent.tool_names import (
+    CONTINUE_OPEN_TODOS,
+    CONTINUE_VERBS,
+    IN_ORDER_METADATA,
+    REQUEST_VERBS_METADATA,
+)
 from agent.tools.runtime import ToolRuntimeT, call_key, state_value, turn_scope
 from agent.turn.continuation import ContinuedPlan, continue_open_rows
 from agent.turn.progress import emit_todo_events
@@ -68,6 +75,7 @@ def build_continue_tool(database: Database) -> BaseTool:
         emit_todo_events(runtime.stream_writer, "started", continued.change.started)
         return continued_result(continued)
 
-    # It changes the plan: it waits for the calls written before it, like the todo tools.
-    continue_open_todos.metadata = {IN_ORDER_METADATA: True}
+    # It changes the plan: it waits for the calls written before it, like the todo tools. Its
+    # verbs let the compact profile's plan call it for "please continue" without the model.
+    continue_open_todos.metadata = {IN_ORDER_METADATA: True, REQUEST_VERBS_METADATA: CONTINUE_VERBS}
     return continue_open_todos

@@ -9,6 +9,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -80,8 +81,10 @@ def assert_continued(result: dict[str, Any]) -> None:
     assert all(todo["continuedFrom"] for todo in todos)
 
 
-async def old_rows(database: Database, turn_id: str) -> list[dict[str, Any]]:
-    rows, _ = await TurnPlan(database, TurnScope("t", turn_id)).rows()
+async def old_rows(
+    database: Database, turn_id: str, conversation: str = "t"
+) -> list[dict[str, Any]]:
+    rows, _ = await TurnPlan(database, TurnScope(conversation, turn_id)).rows()
     return [row.to_dict() for row in rows]
 
 
@@ -232,3 +235,78 @@ async def test_a_continued_plan_keeps_the_dependencies_among_its_open_rows(
     assert shown["book the venue"]["status"] == "in_progress"
     assert shown["email the guests"]["status"] == "in_progress"
     assert shown["book the venue"]["blockedBy"] == []  # its blocker was done: dropped
+
+
+async def start_compact_and_run_out(database: Database) -> tuple[Any, ScriptedChatModel]:
+    """Turn 1 of thread c under the compact profile, whose harness plans and acts without the
+    model here: three tasks, a budget of three steps (plan, add 'alpha', close it)."""
+    model = ScriptedChatModel(script=[])  # any model call fails the turn
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+    first = await graph.ainvoke(
+        {"messages": [HumanMessage("add 'alpha', 'beta' and 'gamma' to my tasks", id="c-1")]},
+        {"configurable": {"thread_id": "c"}},
+        context=Context(
+            user_id="alice", prompt_profile="compact", base_iterations=3, max_iterations=3
+        ),
+    )
+    assert first["turnStatus"] == "budget_exhausted"
+    assert [todo["status"] for todo in first["todos"]] == ["completed", "in_progress", "pending"]
+    return graph, model
+
+
+@pytest.mark.parametrize("request_text", ["Please continue", "finish the rest, thanks"])
+async def test_the_compact_profile_continues_the_plan_when_the_user_asks(
+    database: Database, request_text: str
+) -> None:
+    graph, model = await start_compact_and_run_out(database)
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(request_text, id="c-2")]},
+        {"configurable": {"thread_id": "c"}},
+        context=Context(user_id="alice", prompt_profile="compact"),
+    )
+
+    assert_continued(result)
+    assert await task_titles(database) == ["alpha", "beta", "gamma"]  # each exactly once
+    old = await old_rows(database, "c-1", conversation="c")
+    assert [row["outcome"] for row in old[1:]] == ["continued in turn c-2"] * 2
+    assert model.calls == 0  # the harness read the request: no model was asked
+
+
+async def test_the_compact_profile_continues_and_adds_what_else_the_request_asks(
+    database: Database,
+) -> None:
+    graph, model = await start_compact_and_run_out(database)
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage("go on with the plan, then add 'delta' to my tasks", id="c-2")]},
+        {"configurable": {"thread_id": "c"}},
+        context=Context(user_id="alice", prompt_profile="compact"),
+    )
+
+    assert result["turnStatus"] == "answered"
+    assert [(todo["title"], todo["status"]) for todo in result["todos"]] == [
+        ("beta", "completed"),
+        ("gamma", "completed"),
+        ("delta", "completed"),
+    ]
+    assert [bool(todo["continuedFrom"]) for todo in result["todos"]] == [True, True, False]
+    assert await task_titles(database) == ["alpha", "beta", "delta", "gamma"]
+    assert model.calls == 0
+
+
+async def test_a_compact_request_to_continue_with_nothing_open_does_nothing(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(script=[])
+    graph = build_graph(model, database=database, checkpointer=InMemorySaver())
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage("please continue", id="e-1")]},
+        {"configurable": {"thread_id": "e"}},
+        context=Context(user_id="alice", prompt_profile="compact"),
+    )
+
+    assert result["todos"] == [] and await task_titles(database) == []
+    assert "continue" in str(result["messages"][-1].content).lower()
+    assert model.calls == 0
