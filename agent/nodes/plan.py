@@ -254,6 +254,16 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         if history is not state.messages and len(history) > len(state.messages):
             turn_start["messages"] = [human]
         open_elsewhere: tuple[str, ...] = ()
+        if state.continuePlan and context.planning == "off":
+            # The copies would be rows no step of this run may close (no plan tools): declined
+            # before anything is copied, so the open rows stay where they are.
+            declined = end_turn_with_failure(
+                load_prompt("continue_needs_planning"), None, turn_start
+            )
+            return {
+                **declined,
+                "messages": [*turn_start.get("messages", []), *declined["messages"]],
+            }
         try:
             if state.continuePlan:
                 continued = await continue_open_rows(deps.database, claim.scope)

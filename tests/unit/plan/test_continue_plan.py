@@ -310,3 +310,27 @@ async def test_a_compact_request_to_continue_with_nothing_open_does_nothing(
     assert result["todos"] == [] and await task_titles(database) == []
     assert "continue" in str(result["messages"][-1].content).lower()
     assert model.calls == 0
+
+
+async def test_continuing_with_planning_off_is_refused_and_copies_nothing(
+    database: Database,
+) -> None:
+    graph, model, config = await start_and_run_out(database)
+    calls_before = model.calls
+
+    result = await graph.ainvoke(
+        {"continuePlan": True}, config, context=Context(user_id="alice", planning="off")
+    )
+
+    # With planning off no step may close a row: the copies would stay open for good.
+    assert result["turnStatus"] == "failed"
+    assert 'planning "off"' in str(result["messages"][-1].content)
+    assert result["todos"] == [] and model.calls == calls_before
+    old = await old_rows(database, "turn-1")
+    assert [row["status"] for row in old] == ["completed", "in_progress", "pending"]
+    assert await task_titles(database) == ["alpha"]
+    # Nothing was lost: the same request with planning on continues the plan.
+    again = await graph.ainvoke(
+        {"continuePlan": True}, config, context=Context(user_id="alice", base_iterations=10)
+    )
+    assert_continued(again)
