@@ -254,16 +254,19 @@ async def start_compact_and_run_out(database: Database) -> tuple[Any, ScriptedCh
     return graph, model
 
 
-@pytest.mark.parametrize("request_text", ["Please continue", "finish the rest, thanks"])
+@pytest.mark.parametrize(
+    ("request_text", "planning"),
+    [("Please continue", "auto"), ("finish the rest, thanks", "auto"), ("go on", "always")],
+)
 async def test_the_compact_profile_continues_the_plan_when_the_user_asks(
-    database: Database, request_text: str
+    database: Database, request_text: str, planning: Any
 ) -> None:
     graph, model = await start_compact_and_run_out(database)
 
     result = await graph.ainvoke(
         {"messages": [HumanMessage(request_text, id="c-2")]},
         {"configurable": {"thread_id": "c"}},
-        context=Context(user_id="alice", prompt_profile="compact"),
+        context=Context(user_id="alice", prompt_profile="compact", planning=planning),
     )
 
     assert_continued(result)
