@@ -30,8 +30,12 @@ SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
 PARENT = textwrap.dedent(
     """
-    import asyncio, sys, time
+    import asyncio, signal, sys, time
     from agent.child_process import spawn
+
+    # Ctrl-C as in a terminal, even when the tests run as a shell's background job (which
+    # inherits SIGINT ignored, and Python then installs no handler for it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def start_and_wait_until_ready():
         child = spawn({sleeper!r})
