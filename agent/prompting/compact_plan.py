@@ -132,9 +132,12 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         if step.heading:
             decided[step.words] = NOT_AN_ACTION
             continue
-        named = _named_by_longest_verb(step.words, tools)
+        # A step that quotes what to act on ("continue adding 'x'") is about that, not about
+        # the plan earlier turns left open.
+        offered = [t for t in tools if t.name != CONTINUE_OPEN_TODOS] if step.quoted else tools
+        named = _named_by_longest_verb(step.words, offered)
         if not named and step.follows:
-            named = _named_by_longest_verb(step.follows, tools)
+            named = _named_by_longest_verb(step.follows, offered)
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
                 named = [inherited]

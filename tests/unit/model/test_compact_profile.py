@@ -20,6 +20,7 @@ from agent.prompting.compact_tools import (
     unwrap_dispatch,
 )
 from agent.tools.ask_user import build_ask_user_tool
+from agent.tools.continue_plan import build_continue_tool
 from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from storage import Database
@@ -575,3 +576,30 @@ def test_it_points_at_the_words_before_and_is_never_searched_as_a_title(
     assert binding.phase == "act" and binding.reply is not None
     [call] = binding.reply.tool_calls
     assert (call["name"], call["args"]) == ("complete_task", {"task_identifier": "t-2"})
+
+
+@pytest.mark.parametrize(
+    ("request_text", "calls"),
+    [
+        ("Please continue", ["continue_open_todos"]),
+        ("finish the rest", ["continue_open_todos"]),  # not complete_task on "the rest"
+        ("carry on, then add 'delta' to my tasks", ["continue_open_todos", "create_todo"]),
+        ("continue adding 'delta' to my tasks", []),  # about 'delta', not the open plan
+        ("finish 'buy milk'", []),
+    ],
+)
+def test_a_step_asking_to_continue_is_the_continuation_when_rows_are_open(
+    tools: list[Any], request_text: str, calls: list[str]
+) -> None:
+    database = Database("sqlite+aiosqlite:///:memory:")
+    bound = [*tools, build_continue_tool(database)]
+
+    binding = step_binding(bound, [], [HumanMessage(request_text)], None, request_text)
+
+    made = [call["name"] for call in binding.reply.tool_calls] if binding.reply else []
+    assert ("continue_open_todos" in made) == bool(calls)
+    if calls:
+        assert made == calls
+    # The model is never offered the continuation as a choice for a step.
+    offered = json.dumps(binding.tools)
+    assert "continue_open_todos" not in offered
