@@ -72,3 +72,38 @@ async def test_a_budget_exhausted_turn_is_continued_over_the_sdk(dev_server: Dev
             "SELECT outcome FROM turn_todos WHERE id = ?", (old["id"],)
         ).fetchone()
     assert outcome == f"continued in turn {second['turnId']}"
+
+
+async def test_the_compact_profile_continues_when_the_user_asks_over_the_sdk(
+    dev_server: DevServer,
+) -> None:
+    """The embedded models' profile: "please go on" in the conversation continues the plan, the
+    harness reading the request, so the model server is never asked (no reply is queued)."""
+    compact = {"prompt_profile": "compact"}
+    async with get_client(url=dev_server.url) as client:
+        thread = (await client.threads.create())["thread_id"]
+        first = await client.runs.wait(
+            thread,
+            "supervisor",
+            input={"messages": [{"role": "user", "content": "add 'bread' and 'milk' to my tasks"}]},
+            context={**compact, "base_iterations": 3, "max_iterations": 3},
+        )
+        assert isinstance(first, dict)
+        assert first["turnStatus"] == "budget_exhausted", dev_server.log_tail()
+        assert titles(dev_server) == ["bread"]
+
+        second = await client.runs.wait(
+            thread,
+            "supervisor",
+            input={"messages": [{"role": "user", "content": "Please go on"}]},
+            context=compact,
+        )
+
+    assert isinstance(second, dict)
+    assert second["turnStatus"] == "answered", dev_server.log_tail()
+    assert titles(dev_server) == ["bread", "milk"]  # milk once, bread never again
+    (milk,) = second["todos"]
+    assert (milk["title"], milk["status"]) == ("milk", "completed")
+    old = next(todo for todo in first["todos"] if todo["title"] == "milk")
+    assert milk["continuedFrom"] == old["id"]
+    assert dev_server.model.requests == []
