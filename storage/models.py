@@ -262,6 +262,24 @@ class Turn(Base):
     updatedAt: Mapped[str] = mapped_column(Text, nullable=False)
 
 
+class TurnBranch(Base):
+    """The turn before a turn on its thread's branch (``previousTurnId``; None for the first).
+
+    Why: a thread forked in Studio (from a checkpoint inside a turn, or by editing an earlier
+    message) has branches whose turns all belong to one conversation. Continuing a plan must
+    copy the open rows of this branch's earlier turns only: another branch's rows are work the
+    user did not ask for here, or the same work copied by a fork, and copying them would do it
+    twice. A fork of a turn follows what that turn followed. A turn recorded before this table
+    existed has no row and counts as on every branch.
+    """
+
+    __tablename__ = "turn_branches"
+
+    conversationId: Mapped[str] = mapped_column(Text, primary_key=True)
+    turnId: Mapped[str] = mapped_column(Text, primary_key=True)
+    previousTurnId: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class TurnStep(Base):
     """One claimed graph step of a turn: the step count only grows, one row per step.
 

@@ -245,6 +245,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                 message_id=human.id or "",
                 identity=identity,
                 user_id=acting_user(context.user_id, config),
+                # The state's turn is the one before this on the thread's branch.
+                previous_turn=(state.turnId or None) if state.turnId != named.turn_id else None,
             )
         except TurnRefused as refused:
             return end_turn_with_failure(str(refused), None, turn_start)

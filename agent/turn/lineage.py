@@ -203,9 +203,12 @@ async def begin_turn(
     message_id: str,
     identity: RunIdentity,
     user_id: str,
+    previous_turn: str | None = None,
 ) -> TurnClaim:
     """Claim step 1 of a turn for the ``plan`` node, for ``user_id``; the claim's rows are
-    known (none) for a turn that starts now or a fork of a whole turn.
+    known (none) for a turn that starts now or a fork of a whole turn. ``previous_turn``: the
+    turn before it on the thread's branch (the state's), recorded for a turn that starts now
+    (``storage.models.TurnBranch``).
 
     A conversation belongs to the user who started it: another user naming it gets
     ``ConversationNotYours`` and nothing changes. A turn id seen for the first time starts the
@@ -215,36 +218,48 @@ async def begin_turn(
     never reopened.
     """
     try:
-        claim = await _claim_first_step(database, scope, message_id, identity, user_id, None)
+        asked = FirstStep(message_id, identity, user_id, previous_turn)
+        claim = await _claim_first_step(database, scope, asked, None)
         if claim is None:
             # Step 1 was taken by another task: whether that was this run, whose checkpoints
             # were lost, is read from the checkpoints outside the write transaction (as
             # ``continue_turn`` does); a turn that starts now never needs the read.
             lost = await _lost_steps(database, scope, 1, identity)
-            claim = await _claim_first_step(database, scope, message_id, identity, user_id, lost)
+            claim = await _claim_first_step(database, scope, asked, lost)
         if claim is None:  # pragma: no cover - decided once ``lost`` is known
             raise RuntimeError("the claim of a turn's first step stayed undecided")
         return claim
     except IntegrityError:
         # Two first runs of one turn id raced; the loser re-reads what the winner wrote.
         return await begin_turn(
-            database, scope, message_id=message_id, identity=identity, user_id=user_id
+            database,
+            scope,
+            message_id=message_id,
+            identity=identity,
+            user_id=user_id,
+            previous_turn=previous_turn,
         )
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
 
 
+@dataclass(frozen=True)
+class FirstStep:
+    """Who asks for a turn's first step, and after which turn of the thread's branch."""
+
+    message_id: str
+    identity: RunIdentity
+    user_id: str
+    previous_turn: str | None
+
+
 async def _claim_first_step(
-    database: Database,
-    scope: TurnScope,
-    message_id: str,
-    identity: RunIdentity,
-    user_id: str,
-    lost: bool | None,
+    database: Database, scope: TurnScope, asked: FirstStep, lost: bool | None
 ) -> TurnClaim | None:
     """``begin_turn``'s claim in a write transaction; None when it depends on
     ``RunIdentity.lost_since`` (step 1 taken by another task, checkpoints readable), which the
     caller reads outside this transaction and passes as ``lost``."""
+    message_id, identity, user_id = asked.message_id, asked.identity, asked.user_id
     async with database.session() as session:
         owner = await ConversationRepository(session).claim(scope.conversation_id, user_id)
         if owner != user_id:
@@ -253,6 +268,7 @@ async def _claim_first_step(
         known = await turns.find(scope)
         if known is None:
             await turns.create(scope, message_id=message_id, step=1, task_id=identity.task_id)
+            await turns.record_branch(scope, asked.previous_turn)
             await steps.claim(scope, step=1, task_id=identity.task_id, run_id=identity.run_id)
             return TurnClaim(scope, 1, rows=[])  # a turn that starts now has no rows yet
         first = await steps.claimer(scope, 1)
@@ -277,6 +293,7 @@ async def _claim_first_step(
             task_id=identity.task_id,
             forked_from=scope.turn_id,
         )
+        await turns.record_branch(fork, asked.previous_turn)  # a replay: the branch it is on
         await steps.claim(fork, step=1, task_id=identity.task_id, run_id=identity.run_id)
         return TurnClaim(fork, 1, forked_from=scope.turn_id, rows=[])
 
@@ -414,6 +431,9 @@ async def _claim_step(
         task_id=identity.task_id,
         forked_from=scope.turn_id,
     )
+    branch = await turns.branch_of(scope)
+    if branch is not None:  # the fork follows what the turn it copies followed
+        await turns.record_branch(fork, branch.previousTurnId)
     await steps.claim(fork, step=taken, task_id=identity.task_id, run_id=identity.run_id)
     copies = copied_rows(fork, todos)
     session.add_all(copies)

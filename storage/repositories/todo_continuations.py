@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import OPEN_TODO_STATUSES, TodoContinuation, TurnTodo, utc_now_iso
+from storage.models import OPEN_TODO_STATUSES, TodoContinuation, TurnBranch, TurnTodo, utc_now_iso
 from storage.repositories.turn_todos import TurnScope
 
 
@@ -17,8 +17,9 @@ class TodoContinuationRepository:
         self._session = session
 
     async def open_elsewhere(self, scope: TurnScope) -> list[TurnTodo]:
-        """The pending and in-progress rows of the conversation's other turns, turn by turn
-        (the turn whose first row is oldest first), each in its plan order."""
+        """The pending and in-progress rows of the conversation's other turns on ``scope``'s
+        branch of the thread (``TurnBranch``: another branch's rows are left alone), turn by
+        turn (the turn whose first row is oldest first), each in its plan order."""
         statement = (
             select(TurnTodo)
             .where(
@@ -29,6 +30,8 @@ class TodoContinuationRepository:
             .execution_options(populate_existing=True)
         )
         rows = list(await self._session.scalars(statement))
+        elsewhere = await self._other_branches(scope)
+        rows = [row for row in rows if row.turnId not in elsewhere]
         first_of: dict[str, str] = {}
         for row in rows:
             first_of[row.turnId] = min(first_of.get(row.turnId, row.createdAt), row.createdAt)
@@ -36,6 +39,22 @@ class TodoContinuationRepository:
             rows,
             key=lambda row: (first_of[row.turnId], row.turnId, row.priority, row.createdAt, row.id),
         )
+
+    async def _other_branches(self, scope: TurnScope) -> set[str]:
+        """The conversation's turns recorded on a branch that ``scope``'s turn does not follow.
+        Empty when the turn itself has no record (it began before branches were recorded)."""
+        statement = select(TurnBranch.turnId, TurnBranch.previousTurnId).where(
+            TurnBranch.conversationId == scope.conversation_id
+        )
+        previous = {turn: before for turn, before in await self._session.execute(statement)}
+        if scope.turn_id not in previous:
+            return set()
+        followed: set[str] = set()
+        turn = previous[scope.turn_id]
+        while turn is not None and turn not in followed:
+            followed.add(turn)
+            turn = previous.get(turn)  # None past the first turn, or a turn with no record
+        return set(previous) - followed - {scope.turn_id}
 
     async def link(self, old: TurnTodo, new: TurnTodo) -> None:
         """Record that ``new`` continues ``old``; a second link of the same old row fails on

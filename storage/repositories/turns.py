@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import Conversation, Turn, utc_now_iso
+from storage.models import Conversation, Turn, TurnBranch, utc_now_iso
 from storage.repositories.turn_steps import TurnStepRepository
 from storage.repositories.turn_todos import TurnScope
 
@@ -69,6 +69,21 @@ class TurnRepository:
         self._session.add(turn)
         await self._session.flush()
         return turn
+
+    async def record_branch(self, scope: TurnScope, previous_turn_id: str | None) -> None:
+        """Record the turn before ``scope``'s on its thread's branch (``TurnBranch``)."""
+        self._session.add(
+            TurnBranch(
+                conversationId=scope.conversation_id,
+                turnId=scope.turn_id,
+                previousTurnId=previous_turn_id,
+            )
+        )
+        await self._session.flush()
+
+    async def branch_of(self, scope: TurnScope) -> TurnBranch | None:
+        """What ``record_branch`` recorded for the turn (None for a turn older than that)."""
+        return await self._session.get(TurnBranch, (scope.conversation_id, scope.turn_id))
 
     async def find_fork(self, scope: TurnScope, *, task_id: str, step: int) -> Turn | None:
         """The fork of ``scope`` that ``task_id`` made at ``step``: the same run of a node again

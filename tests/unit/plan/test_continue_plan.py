@@ -20,6 +20,7 @@ from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
 from storage.repositories.tasks import TaskRepository
+from storage.repositories.turns import TurnRepository
 from tests.fakes import ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 
 TITLES = ["alpha", "beta", "gamma"]
@@ -30,14 +31,14 @@ def latest_request(messages: list[BaseMessage]) -> str:
     return str(human[-1].content) if human else ""
 
 
-def tasks_model(messages: list[BaseMessage]) -> AIMessage:
+def tasks_model(messages: list[BaseMessage], titles: list[str] = TITLES) -> AIMessage:
     """Plans one task per title (or continues the open plan when asked to), then adds the task
     in progress and closes its row in one message; answers when nothing is in progress."""
     rows = plan_rows(plan_view(messages))
     if not rows:
         if "continue" in latest_request(messages).lower():
             return ai(tool_call("continue_open_todos"))
-        return ai(tool_call("create_todo", items=[{"title": title} for title in TITLES]))
+        return ai(tool_call("create_todo", items=[{"title": title} for title in titles]))
     current = next((row for row in rows if row.mark == ">"), None)
     if current is None:
         return AIMessage(content="All done.")
@@ -337,3 +338,57 @@ async def test_continuing_with_planning_off_is_refused_and_copies_nothing(
         {"continuePlan": True}, config, context=Context(user_id="alice", base_iterations=10)
     )
     assert_continued(again)
+
+
+async def test_a_continuation_copies_only_the_open_rows_of_its_own_branch_of_the_thread(
+    database: Database,
+) -> None:
+    """Branch A's turn left beta and gamma open; branch B, forked from the thread's start as
+    Studio does, asked for other things and left epsilon open. Continuing on B copies epsilon
+    only: beta and gamma are work B's user never asked for."""
+    graph, model, config = await start_and_run_out(database)
+    model.responder = lambda messages: tasks_model(messages, ["delta", "epsilon"])
+    history = [snapshot async for snapshot in graph.aget_state_history(config)]
+    start = history[-1].config  # the thread before its first turn
+    branch = await graph.ainvoke(
+        {"messages": [HumanMessage(content="add delta and epsilon", id="b-1")]},
+        start,
+        context=Context(user_id="alice", base_iterations=2, max_iterations=2),
+    )
+    assert branch["turnStatus"] == "budget_exhausted"  # delta done, epsilon left open
+
+    # The thread's newest checkpoint is branch B's: the next run goes on from it.
+    result = await graph.ainvoke(
+        {"continuePlan": True}, config, context=Context(user_id="alice", base_iterations=10)
+    )
+
+    assert result["turnStatus"] == "answered"
+    assert [(todo["title"], todo["status"]) for todo in result["todos"]] == [
+        ("epsilon", "completed")
+    ]
+    assert await task_titles(database) == ["alpha", "delta", "epsilon"]
+    # Branch A's rows are as A left them, still there to continue on A.
+    old = await old_rows(database, "turn-1")
+    assert [row["status"] for row in old] == ["completed", "in_progress", "pending"]
+
+
+async def test_a_fork_inside_a_turn_replaces_that_turn_on_its_branch(database: Database) -> None:
+    """t1 -> t2, and f2, a fork of t2 made inside it (its rows are copies of t2's), -> t3 on
+    the fork's branch: continuing in t3 copies t1's and f2's open rows, never t2's as well."""
+    await database.create_schema()
+    for turn, title in (("t1", "one"), ("t2", "two"), ("f2", "two")):
+        await TurnPlan(database, TurnScope("c", turn)).add_items(
+            [TodoItemInput(title=title)], PlanLimits()
+        )
+    async with database.session() as session:
+        turns = TurnRepository(session)
+        await turns.record_branch(TurnScope("c", "t1"), None)
+        await turns.record_branch(TurnScope("c", "t2"), "t1")
+        await turns.record_branch(TurnScope("c", "f2"), "t1")  # what t2 followed
+        await turns.record_branch(TurnScope("c", "t3"), "f2")
+
+    continued = await continue_open_rows(database, TurnScope("c", "t3"))
+
+    assert [(row.turnId, row.title) for row in continued.closed] == [("t1", "one"), ("f2", "two")]
+    rows, _ = await TurnPlan(database, TurnScope("c", "t2")).rows()
+    assert [row.status for row in rows] == ["in_progress"]  # t2's branch keeps its row
