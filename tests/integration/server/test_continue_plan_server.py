@@ -38,6 +38,19 @@ def titles(server: DevServer) -> list[str]:
         return sorted(t for (t,) in connection.execute("SELECT title FROM tasks"))
 
 
+def assert_milk_continued(dev_server: DevServer, first: Any, second: Any) -> dict[str, Any]:
+    """The second turn answered with milk, continued from the first turn's open row, and added
+    it once (bread never again); returns that old row."""
+    assert isinstance(second, dict)
+    assert second["turnStatus"] == "answered", dev_server.log_tail()
+    assert titles(dev_server) == ["bread", "milk"]
+    (milk,) = second["todos"]
+    assert (milk["title"], milk["status"]) == ("milk", "completed")
+    old: dict[str, Any] = next(todo for todo in first["todos"] if todo["title"] == "milk")
+    assert milk["continuedFrom"] == old["id"]
+    return old
+
+
 async def test_a_budget_exhausted_turn_is_continued_over_the_sdk(dev_server: DevServer) -> None:
     dev_server.model.respond_with(one_item_per_call)
     async with get_client(url=dev_server.url) as client:
@@ -57,13 +70,7 @@ async def test_a_budget_exhausted_turn_is_continued_over_the_sdk(dev_server: Dev
         )
         state = await client.threads.get_state(thread)
 
-    assert isinstance(second, dict)
-    assert second["turnStatus"] == "answered", dev_server.log_tail()
-    assert titles(dev_server) == ["bread", "milk"]  # milk once, bread never again
-    (milk,) = second["todos"]
-    assert (milk["title"], milk["status"]) == ("milk", "completed")
-    old = next(todo for todo in first["todos"] if todo["title"] == "milk")
-    assert milk["continuedFrom"] == old["id"]
+    old = assert_milk_continued(dev_server, first, second)
     values: Any = state["values"]
     assert values["todos"][0]["continuedFrom"] == old["id"]
     assert values["continuePlan"] is False
@@ -99,11 +106,5 @@ async def test_the_compact_profile_continues_when_the_user_asks_over_the_sdk(
             context=compact,
         )
 
-    assert isinstance(second, dict)
-    assert second["turnStatus"] == "answered", dev_server.log_tail()
-    assert titles(dev_server) == ["bread", "milk"]  # milk once, bread never again
-    (milk,) = second["todos"]
-    assert (milk["title"], milk["status"]) == ("milk", "completed")
-    old = next(todo for todo in first["todos"] if todo["title"] == "milk")
-    assert milk["continuedFrom"] == old["id"]
+    assert_milk_continued(dev_server, first, second)
     assert dev_server.model.requests == []
