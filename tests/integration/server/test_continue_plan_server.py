@@ -108,3 +108,48 @@ async def test_the_compact_profile_continues_when_the_user_asks_over_the_sdk(
 
     assert_milk_continued(dev_server, first, second)
     assert dev_server.model.requests == []
+
+
+def two_items_of_the_request(body: dict[str, Any]) -> Reply:
+    """``one_item_per_call`` for any "add X and Y" request: plans X and Y."""
+    rows = plan_rows(plan_view_of(body))
+    if rows:
+        return one_item_per_call(body)
+    asked = [m for m in body["messages"] if m.get("role") == "user"][-1]["content"]
+    first, second = str(asked).removeprefix("add ").split(" and ")
+    return tool_calls(("create_todo", {"items": [{"title": first}, {"title": second}]}))
+
+
+async def test_a_continuation_on_a_forked_thread_stays_on_its_branch_over_the_sdk(
+    dev_server: DevServer,
+) -> None:
+    """As Studio forks a thread: a run from the checkpoint before the first turn asks for other
+    things. Continuing on that branch copies its own open row, not the first branch's."""
+    dev_server.model.respond_with(two_items_of_the_request)
+    budget = {"base_iterations": 2, "max_iterations": 2}
+    async with get_client(url=dev_server.url) as client:
+        thread = (await client.threads.create())["thread_id"]
+        first = await client.runs.wait(
+            thread,
+            "supervisor",
+            input={"messages": [{"role": "user", "content": "add bread and milk"}]},
+            context=budget,
+        )
+        history = await client.threads.get_history(thread, limit=100)
+        start = history[-1]["checkpoint"]["checkpoint_id"]  # before the first turn
+        branch = await client.runs.wait(
+            thread,
+            "supervisor",
+            input={"messages": [{"role": "user", "content": "add tea and jam"}]},
+            context=budget,
+            checkpoint_id=start,
+        )
+        continued = await client.runs.wait(
+            thread, "supervisor", input={"continuePlan": True}, context={"base_iterations": 10}
+        )
+
+    assert isinstance(first, dict) and isinstance(branch, dict) and isinstance(continued, dict)
+    assert first["turnStatus"] == branch["turnStatus"] == "budget_exhausted"
+    assert continued["turnStatus"] == "answered", dev_server.log_tail()
+    assert [todo["title"] for todo in continued["todos"]] == ["jam"]
+    assert titles(dev_server) == ["bread", "jam", "tea"]  # milk is the other branch's
