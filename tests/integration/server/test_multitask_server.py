@@ -50,8 +50,8 @@ def request_of(messages: list[dict[str, Any]]) -> str:
 
 class HeldMilk:
     """Plans the two titles of an "add X and Y" request, then adds the task in progress and
-    closes its row in one message; holds the request about milk until released. "add tea" is
-    answered directly: the call, then a sentence."""
+    closes its row in one message (a continued plan too); holds the request about milk until
+    released. "add tea" is answered directly: the call, then a sentence."""
 
     def __init__(self) -> None:
         self.reached = threading.Event()
@@ -59,14 +59,14 @@ class HeldMilk:
 
     async def __call__(self, body: dict[str, Any]) -> Reply:
         messages = body["messages"]
-        asked = request_of(messages)
-        if asked == "add tea":
-            if messages[-1].get("role") == "tool":
-                return text("Added tea.")
-            return tool_calls(("add_task", {"title": "tea"}))
         rows = plan_rows(plan_view_of(body))
         if not rows:
-            first, second = str(asked).removeprefix("add ").split(" and ")
+            asked = request_of(messages)
+            if asked == "add tea":
+                if messages[-1].get("role") == "tool":
+                    return text("Added tea.")
+                return tool_calls(("add_task", {"title": "tea"}))
+            first, second = asked.removeprefix("add ").split(" and ")
             return tool_calls(("create_todo", {"items": [{"title": first}, {"title": second}]}))
         current = next((row for row in rows if row.mark == ">"), None)
         if current is None:
@@ -88,10 +88,12 @@ def said(message: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": message}]}
 
 
-def rows_by_title(server: DevServer) -> dict[str, tuple[str, str | None]]:
+def rows_titled(server: DevServer, title: str) -> list[tuple[str, str | None]]:
+    """``(status, outcome)`` of the plan rows with this title, oldest first."""
     with closing(sqlite3.connect(server.database)) as connection:
-        found = connection.execute("SELECT title, status, outcome FROM turn_todos").fetchall()
-    return {title: (status, outcome) for title, status, outcome in found}
+        return connection.execute(
+            "SELECT status, outcome FROM turn_todos WHERE title = ? ORDER BY createdAt", (title,)
+        ).fetchall()
 
 
 def task_titles(server: DevServer) -> list[str]:
@@ -99,36 +101,26 @@ def task_titles(server: DevServer) -> list[str]:
         return sorted(t for (t,) in connection.execute("SELECT title FROM tasks"))
 
 
-async def stop_milk_with(dev_server: DevServer, strategy: MultitaskStrategy) -> Any:
-    """A budget-exhausted turn (jam and honey), then a turn held at milk, then "add tea" sent
-    with ``strategy``; returns the last run's result."""
-    model = HeldMilk()
-    dev_server.model.respond_with(model)
-    try:
-        async with get_client(url=dev_server.url) as client:
-            thread = (await client.threads.create())["thread_id"]
-            first = await client.runs.wait(
-                thread,
-                "supervisor",
-                input=said("add jam and honey"),
-                context=BUDGET_RUNS_OUT,
-            )
-            assert isinstance(first, dict) and first["turnStatus"] == "budget_exhausted"
-            await client.runs.create(
-                thread,
-                "supervisor",
-                input=said("add bread and milk"),
-            )
-            assert await asyncio.to_thread(model.reached.wait, HOLD_SECONDS)
-            last = await client.runs.wait(
-                thread,
-                "supervisor",
-                input=said("add tea"),
-                multitask_strategy=strategy,
-            )
-    finally:
-        model.release.set()
-    return last
+async def stop_milk_with(
+    client: Any, model: HeldMilk, strategy: MultitaskStrategy, *, watched: bool
+) -> tuple[str, Any]:
+    """A new thread with a budget-exhausted turn (jam and honey), then a turn held at milk
+    (``watched``: a client joins its run, as a chat UI streaming it does), then "add tea" sent
+    with ``strategy``; returns the thread and the last run's result."""
+    thread = (await client.threads.create())["thread_id"]
+    first = await client.runs.wait(
+        thread, "supervisor", input=said("add jam and honey"), context=BUDGET_RUNS_OUT
+    )
+    assert isinstance(first, dict) and first["turnStatus"] == "budget_exhausted"
+    held = await client.runs.create(thread, "supervisor", input=said("add bread and milk"))
+    watcher = asyncio.create_task(client.runs.join(thread, held["run_id"])) if watched else None
+    assert await asyncio.to_thread(model.reached.wait, HOLD_SECONDS)
+    last = await client.runs.wait(
+        thread, "supervisor", input=said("add tea"), multitask_strategy=strategy
+    )
+    if watcher is not None:
+        await asyncio.gather(watcher, return_exceptions=True)
+    return thread, last
 
 
 def first_prompt_of_tea(server: DevServer) -> str:
@@ -140,21 +132,37 @@ def first_prompt_of_tea(server: DevServer) -> str:
 
 
 @pytest.mark.parametrize(
-    "strategy, outcome",
-    [("rollback", "rolled back by a newer run"), ("interrupt", "interrupted by a newer run")],
+    "strategy, watched, outcome",
+    [
+        ("rollback", False, "rolled back by a newer run"),
+        ("rollback", True, "rolled back by a newer run"),
+        ("interrupt", False, "interrupted by a newer run"),
+    ],
 )
 async def test_a_stopped_turn_leaves_no_open_rows_and_the_next_turn_says_what_stays_done(
-    dev_server: DevServer, strategy: MultitaskStrategy, outcome: str
+    dev_server: DevServer, strategy: MultitaskStrategy, watched: bool, outcome: str
 ) -> None:
-    last = await stop_milk_with(dev_server, strategy)
+    model = HeldMilk()
+    dev_server.model.respond_with(model)
+    try:
+        async with get_client(url=dev_server.url) as client:
+            thread, last = await stop_milk_with(client, model, strategy, watched=watched)
+            assert isinstance(last, dict), last
+            assert last["turnStatus"] == "answered", dev_server.log_tail()
+            assert rows_titled(dev_server, "milk") == [("cancelled", outcome)]
+            assert rows_titled(dev_server, "bread") == [("completed", "added bread")]
+            assert task_titles(dev_server) == ["bread", "jam", "tea"]  # bread stays
+            prompt = first_prompt_of_tea(dev_server)
+            assert outcome in prompt and "'milk'" in prompt
+            assert "add_task:" in prompt and "bread" in prompt.split(outcome, 1)[1]
 
-    assert isinstance(last, dict) and last["turnStatus"] == "answered", dev_server.log_tail()
-    rows = rows_by_title(dev_server)
-    assert rows["milk"] == ("cancelled", outcome)
-    assert rows["bread"] == ("completed", "added bread")
-    # The plan budget exhaustion left open is no stopped run's: a later "continue" finds it.
-    assert rows["honey"][0] in ("pending", "in_progress")
-    assert task_titles(dev_server) == ["bread", "jam", "tea"]  # the stopped turn's bread stays
-    prompt = first_prompt_of_tea(dev_server)
-    assert outcome in prompt and "'milk'" in prompt
-    assert "add_task:" in prompt and "bread" in prompt.split(outcome, 1)[1]
+            # The plan budget exhaustion left open is no stopped run's: "continue" finds it,
+            # and only it.
+            continued = await client.runs.wait(
+                thread, "supervisor", input={"continuePlan": True}, context={"base_iterations": 9}
+            )
+    finally:
+        model.release.set()
+    assert isinstance(continued, dict) and continued["turnStatus"] == "answered"
+    assert [todo["title"] for todo in continued["todos"]] == ["honey"]
+    assert task_titles(dev_server) == ["bread", "honey", "jam", "tea"]
