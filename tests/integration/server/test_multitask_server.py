@@ -14,6 +14,7 @@ import threading
 from contextlib import closing
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import MultitaskStrategy
@@ -166,3 +167,60 @@ async def test_a_stopped_turn_leaves_no_open_rows_and_the_next_turn_says_what_st
     assert isinstance(continued, dict) and continued["turnStatus"] == "answered"
     assert [todo["title"] for todo in continued["todos"]] == ["honey"]
     assert task_titles(dev_server) == ["bread", "honey", "jam", "tea"]
+
+
+async def held_at_milk(client: Any, model: HeldMilk) -> tuple[str, str]:
+    """A new thread whose turn "add bread and milk" is held at milk: the thread and the run."""
+    thread = (await client.threads.create())["thread_id"]
+    held = await client.runs.create(thread, "supervisor", input=said("add bread and milk"))
+    assert await asyncio.to_thread(model.reached.wait, HOLD_SECONDS)
+    return thread, held["run_id"]
+
+
+def assert_both_plans_done(server: DevServer) -> None:
+    """The first turn finished its plan and the second added tea; nobody was stopped."""
+    assert rows_titled(server, "bread") == [("completed", "added bread")]
+    assert rows_titled(server, "milk") == [("completed", "added milk")]
+    assert task_titles(server) == ["bread", "milk", "tea"]
+    assert "by a newer run" not in first_prompt_of_tea(server)
+
+
+async def test_an_enqueued_message_waits_for_the_plan_to_finish(dev_server: DevServer) -> None:
+    model = HeldMilk()
+    dev_server.model.respond_with(model)
+    try:
+        async with get_client(url=dev_server.url) as client:
+            thread, _ = await held_at_milk(client, model)
+            queued = await client.runs.create(
+                thread, "supervisor", input=said("add tea"), multitask_strategy="enqueue"
+            )
+            assert (await client.runs.get(thread, queued["run_id"]))["status"] == "pending"
+            model.release.set()
+            last = await client.runs.join(thread, queued["run_id"])
+    finally:
+        model.release.set()
+    assert isinstance(last, dict) and last["turnStatus"] == "answered", dev_server.log_tail()
+    assert_both_plans_done(dev_server)
+
+
+async def test_a_rejected_message_leaves_the_plan_running(dev_server: DevServer) -> None:
+    model = HeldMilk()
+    dev_server.model.respond_with(model)
+    try:
+        async with get_client(url=dev_server.url) as client:
+            thread, held = await held_at_milk(client, model)
+            with pytest.raises(httpx.HTTPStatusError) as refused:
+                await client.runs.wait(
+                    thread, "supervisor", input=said("add tea"), multitask_strategy="reject"
+                )
+            assert refused.value.response.status_code == 409
+            assert "already running" in refused.value.response.text
+            model.release.set()
+            first = await client.runs.join(thread, held)
+            assert isinstance(first, dict) and first["turnStatus"] == "answered"
+            # The user sends it again once the turn has finished.
+            last = await client.runs.wait(thread, "supervisor", input=said("add tea"))
+    finally:
+        model.release.set()
+    assert isinstance(last, dict) and last["turnStatus"] == "answered", dev_server.log_tail()
+    assert_both_plans_done(dev_server)
