@@ -83,8 +83,12 @@ async def close_superseded_turns(
     """Close the open rows of the conversation's turns whose last server run a newer run
     rolled back or interrupted, and return those turns (the ones whose rows another writer
     closed first are left out: they are reported once). ``run_id`` is this run's: its own
-    turns are never closed here."""
-    if not (thread_id and run_id):
+    turns are never closed here. Only a conversation that is its thread (the default) is
+    looked at."""
+    if not run_id or thread_id != scope.conversation_id:
+        # A conversation named in the context may span threads; the server is asked about a
+        # run by its thread, and a run of another thread would read as deleted: nothing is
+        # closed rather than a guess.
         return []
     try:
         candidates = await _open_turns_of_other_runs(database, scope, run_id)

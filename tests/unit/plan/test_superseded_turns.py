@@ -136,3 +136,21 @@ async def test_an_interrupted_run_off_this_branch_is_a_rollback_under_way(
         "rolled": "rolled_back",
     }
     assert await statuses(database, "rolled") == [("cancelled", "rolled back by a newer run")]
+
+
+async def test_a_conversation_spanning_threads_is_left_alone(database: Database) -> None:
+    """A conversation named in the context may have turns on other threads, whose runs this
+    thread's server cannot look up (they would read as deleted)."""
+    await a_turn(database, "elsewhere", "run-on-another-thread", ["honey"])
+    server = Server({"run-on-another-thread": "rolled_back"})
+
+    closed = await close_superseded_turns(
+        database,
+        TurnScope(CONVERSATION, "new"),
+        thread_id="another-thread",
+        run_id=NEW_RUN,
+        fates=server,
+    )
+
+    assert (closed, server.asked) == ([], [])
+    assert await statuses(database, "elsewhere") == [("pending", None)]
