@@ -17,6 +17,10 @@ Rows earlier turns left open are never resumed on their own (seed 004). The plan
 of them in one line and offered ``continue_open_todos``; a run whose input says
 ``continuePlan`` continues them before its first call (``agent.turn.continuation``), with or
 without a message of its own.
+
+On the LangGraph server a new turn first closes the open rows of turns a newer run rolled back
+or interrupted (``multitask_strategy``), which nothing else would ever close, and tells its
+first call what those turns had already done (``agent.turn.superseded``).
 """
 
 from __future__ import annotations
