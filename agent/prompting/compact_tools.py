@@ -97,7 +97,13 @@ from agent.prompting.request_steps import (
     retraction,
     verb_at_start,
 )
-from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, CONTINUE_VERBS, TODO_TOOL_NAMES
+from agent.tool_names import (
+    ASK_USER,
+    CONTINUE_OPEN_TODOS,
+    CONTINUE_VERBS,
+    LOOKUP_TOOL_METADATA,
+    TODO_TOOL_NAMES,
+)
 from agent.turn.outcome import plan_finished_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -394,6 +400,9 @@ def step_binding(
             reply=_tool_call_message("complete_todo", args),
         )
     if planned is not None and planned.tool in by_name:
+        unconfirmed = _unconfirmed(by_name[planned.tool], current, planned, history, request)
+        if unconfirmed is not None:
+            return unconfirmed
         return _planned_action_binding(
             by_name[planned.tool],
             planned,
@@ -584,6 +593,65 @@ def _not_done(outcome: str, todo_id: str | None) -> StepBinding:
         return StepBinding("close", [], "complete_todo", ACTION_MAX_TOKENS, reply=reply)
     answer = AIMessage(content=render_prompt("direct_failed", outcome=outcome))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=answer)
+
+
+CONFIRM_CALL_PREFIX = "call_confirm_"
+"""The start of the tool-call id of the harness's question whether to make a stored action."""
+YES = re.compile(r"^(?:y|yes|yeah|yep|ok|okay|sure|go ahead|do it|please do|1)\b", re.IGNORECASE)
+
+
+def _from_request(planned: PlannedAction, request: str) -> bool:
+    """Whether the user's words of this turn hold the words the action was planned from."""
+    said = " ".join(planned.clause.split()).casefold()
+    return bool(said) and said in " ".join(request.split()).casefold()
+
+
+def _unconfirmed(
+    tool: BaseTool,
+    current: TurnTodo,
+    planned: PlannedAction,
+    history: Sequence[AnyMessage],
+    request: str,
+) -> StepBinding | None:
+    """The step that asks the user before an action that cannot be taken back when the words
+    it was planned from are not this turn's (a row continued from an earlier turn, or written
+    by anyone but this request's plan): stored text is never an order. None when the action
+    may go on: it can be taken back (adding, listing), it comes from this request, or the user
+    said yes; a "no" (or no way to ask) closes the item, nothing changed."""
+    if not (tool.metadata or {}).get(LOOKUP_TOOL_METADATA):
+        return None  # it acts on no existing task: what it does can be taken back
+    if _from_request(planned, request):
+        return None
+    action = f"{planned.tool} on '{planned.target}'"
+    answer = next(
+        (
+            message.text
+            for message in reversed(_since_human(history))
+            if isinstance(message, ToolMessage)
+            and message.tool_call_id.startswith(CONFIRM_CALL_PREFIX)
+        ),
+        None,
+    )
+    if answer is not None and YES.match(answer.strip()):
+        return None
+    if answer is None:
+        question = render_prompt("confirm_stored_action", title=current.title, action=action)
+        call = {
+            "name": ASK_USER,
+            "args": {"question": question.strip(), "options": ["yes", "no"]},
+            "id": f"{CONFIRM_CALL_PREFIX}{uuid.uuid4().hex[:20]}",
+        }
+        reply = AIMessage(content="", tool_calls=[call])
+        return StepBinding("act", [], ASK_USER, ACTION_MAX_TOKENS, reply=reply)
+    return _not_done(f"not confirmed ({action}); nothing was changed", current.id)
+
+
+def _since_human(history: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages after the newest user message (the turn's own work)."""
+    for index in range(len(history) - 1, -1, -1):
+        if isinstance(history[index], HumanMessage):
+            return list(history[index + 1 :])
+    return list(history)
 
 
 def _is_free_string(schema: Mapping[str, Any]) -> bool:

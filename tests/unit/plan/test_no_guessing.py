@@ -141,3 +141,56 @@ def test_a_pointing_word_nothing_explains_is_asked_about_never_searched(
     [call] = ask.reply.tool_calls
     assert call["name"] == "ask_user"
     assert call["args"]["options"] == ["submit report", "buy milk"]
+
+
+def continued_delete_row() -> TurnTodo:
+    """A row an earlier turn left open, copied into this turn by "please continue": its stored
+    context plans a deletion this turn's words never asked for."""
+    from agent.prompting.compact_plan import PlannedAction
+
+    action = PlannedAction("delete_task", "keep-1", "delete 'keep-1'")
+    return TurnTodo(
+        id="r-1",
+        title="delete 'keep-1'",
+        status="in_progress",
+        priority=0,
+        context=action.as_context(),
+    )
+
+
+def after_continue(request: str) -> list[Any]:
+    return [HumanMessage(request), ToolMessage("{}", tool_call_id="c", name="continue_open_todos")]
+
+
+def test_stored_text_never_orders_a_change_the_user_is_asked_first(tools: list[Any]) -> None:
+    request = "Please continue."
+    row = continued_delete_row()
+
+    ask = step_binding(tools, [row], after_continue(request), None, request)
+
+    assert ask.reply is not None
+    [call] = ask.reply.tool_calls
+    assert call["name"] == "ask_user" and call["args"]["options"] == ["yes", "no"]
+    assert "keep-1" in call["args"]["question"]
+
+    no = ToolMessage("no", tool_call_id=call["id"], name="ask_user")
+    closed = step_binding(tools, [row], [*after_continue(request), ask.reply, no], None, request)
+    assert closed.reply is not None
+    [close] = closed.reply.tool_calls
+    assert close["name"] == "complete_todo" and close["args"]["status"] == "cancelled"
+
+    yes = ToolMessage("yes", tool_call_id=call["id"], name="ask_user")
+    acted = step_binding(tools, [row], [*after_continue(request), ask.reply, yes], None, request)
+    assert acted.reply is not None
+    assert acted.reply.tool_calls[0]["name"] == "list_tasks"  # the lookup, then the delete
+
+
+def test_an_action_from_this_turns_own_words_is_not_asked_about(tools: list[Any]) -> None:
+    request = "delete 'keep-1'"
+    row = continued_delete_row()
+    history = [HumanMessage(request), ToolMessage("{}", tool_call_id="c", name="create_todo")]
+
+    binding = step_binding(tools, [row], history, None, request)
+
+    assert binding.reply is not None
+    assert binding.reply.tool_calls[0]["name"] == "list_tasks"
