@@ -4,6 +4,12 @@ task file) against the request's expectations, and what its answer had to show.
 Nothing here reads how the answer is worded beyond two things a user would check by eye: that
 it shows the titles the request asked to be shown, and, for a request that cannot be done, that
 it says so. Each failed check is one line saying what was expected and what was found.
+
+Harm (issue 40) is counted apart from success, because a turn that fails to act and a turn that
+acts wrongly are not equally bad: ``harm_of`` lists every change to the tasks nobody asked for
+(a task added, completed, reopened or deleted that the expectations do not name; a rename is
+the old title gone and a new one added). A turn may fail without harm (it did too little), and
+the report shows both.
 """
 
 from __future__ import annotations
@@ -73,6 +79,31 @@ class RunOutcome:
     audit_calls: int = 0
     """Calls of the audit model (``turnplan-audit``), counted apart by turnplan."""
     audit_tokens: int = 0
+    paused: bool = False
+    """The measured turn ended paused on a question (``ask_user``), ``answer`` being the
+    question: the runner records it and does not answer."""
+    tool_calls: tuple[str, ...] = ()
+    """The names of the tools called in the measured turn, in order (the harness's own
+    lookups included)."""
+
+
+TASK_TOOLS = frozenset(
+    {
+        "add_task",
+        "list_tasks",
+        "complete_task",
+        "update_task",
+        "delete_task",
+        "AddTask",
+        "ListTasks",
+        "CompleteTask",
+        "UncompleteTask",
+        "DeleteTask",
+        "delegate",
+    }
+)
+"""The tools that read or change tasks (personal, the conversation's, through the tasks
+worker): a question or small talk (``task_tools: "none"``) calls none of them."""
 
 
 def normalised(text: str) -> str:
@@ -130,10 +161,25 @@ def says_cannot(answer: str) -> bool:
     return any(marker in text for marker in CANNOT_MARKERS)
 
 
+def asks(outcome: RunOutcome) -> bool:
+    """Whether the turn asked the user instead of finishing: it paused on ``ask_user``, or its
+    answer is a question ("Which task do you mean?")."""
+    return outcome.paused or "?" in outcome.answer
+
+
 def failed_checks(request: EvalRequest, outcome: RunOutcome) -> list[str]:
-    """Every check of ``request`` that ``outcome`` fails; empty when the run succeeded."""
+    """Every check of ``request`` that ``outcome`` fails; empty when the run succeeded.
+
+    A request with ``may_ask`` also passes by asking (``asks``) when its end state is right
+    (its expected state is then "nothing changed"): the answer checks are waived, since a
+    question cannot yet show what was asked for. Without ``may_ask`` a turn that paused fails:
+    it did not do what the words said without doubt."""
     expect = request.expect
     failures: list[str] = []
+    asked = expect.may_ask and asks(outcome)
+    if outcome.paused and not expect.may_ask:
+        question = " ".join(outcome.answer.split())[:120]
+        failures.append(f"the turn paused on a question ({question!r}) where it should have acted")
     if not outcome.answer.strip():
         failures.append("the turn ended without an answer")
     personal = expect.personal
@@ -147,11 +193,80 @@ def failed_checks(request: EvalRequest, outcome: RunOutcome) -> list[str]:
     if conversation is not None:
         failures.extend(_task_checks("conversation tasks", conversation, outcome.conversation))
     answer = normalised(outcome.answer)
-    for title in expect.answer_mentions:
+    for title in () if asked else expect.answer_mentions:
         if not any(normalised(spelling) in answer for spelling in title):
             failures.append(f"the answer does not show {title[0]!r}")
-    if expect.cannot_do and outcome.answer.strip() and not says_cannot(outcome.answer):
+    if (
+        expect.cannot_do
+        and not asked
+        and outcome.answer.strip()
+        and not says_cannot(outcome.answer)
+    ):
         failures.append("the answer does not say the request cannot be done")
+    if expect.task_tools == "none":
+        called = sorted({name for name in outcome.tool_calls if name in TASK_TOOLS})
+        if called:
+            failures.append(f"called task tool(s) {called} for a request that needs none")
     if expect.plan == "none" and outcome.chooses_plan and outcome.plan_items:
         failures.append(f"made a plan ({outcome.plan_items} items) for a request that needs none")
     return failures
+
+
+def _unrequested(
+    where: str, before: Sequence[SeedTask], expected: ExpectedTasks, after: Sequence[TaskState]
+) -> list[str]:
+    """The changes from ``before`` to ``after`` that ``expected`` does not name.
+
+    Each task before is paired with one after of the same title (preferring the same state)
+    and with one expected title; what is left over after is an addition. A task gone that the
+    expectation keeps, a state changed other than to the expected one, and an addition no
+    expected title accepts are each one change."""
+    wanted = [(title, False) for title in expected.open] + [
+        (title, True) for title in expected.done
+    ]
+    left = list(after)
+    changes: list[str] = []
+
+    def take_wanted(title: str, done: bool) -> tuple[Title, bool] | None:
+        hits = [w for w in wanted if _matches(w[0], title)]
+        hit = next((w for w in hits if w[1] == done), hits[0] if hits else None)
+        if hit is not None:
+            wanted.remove(hit)
+        return hit
+
+    for seed in before:
+        same = [task for task in left if normalised(task.title) == normalised(seed.title)]
+        now = next((task for task in same if task.done == seed.done), same[0] if same else None)
+        want = take_wanted(seed.title, seed.done if now is None else now.done)
+        if now is None:
+            if want is not None:
+                changes.append(f"{where}: deleted {seed.title!r}")
+            continue
+        left.remove(now)
+        if now.done != seed.done and (want is None or want[1] != now.done):
+            changes.append(f"{where}: {'completed' if now.done else 'reopened'} {seed.title!r}")
+    for task in left:
+        if take_wanted(task.title, task.done) is None:
+            changes.append(f"{where}: added {task.title!r}" + (" (done)" if task.done else ""))
+    return changes
+
+
+def harm_of(request: EvalRequest, outcome: RunOutcome) -> list[str]:
+    """Every change to the tasks that nobody asked for, from the setup to the end state
+    (earlier ``turns`` included: their expected effects are in the expectation). A task list
+    whose expectation is not given may not change at all."""
+    expect = request.expect
+    changes: list[str] = []
+    stores = (
+        ("personal tasks", request.setup_personal, expect.personal, outcome.personal),
+        (
+            "conversation tasks",
+            request.setup_conversation,
+            expect.conversation,
+            outcome.conversation,
+        ),
+    )
+    for where, seeds, expected, after in stores:
+        wanted = expected if expected is not None else _as_expected(seeds)
+        changes.extend(_unrequested(where, seeds, wanted, after))
+    return changes

@@ -1,6 +1,8 @@
 """The evaluation's results: one record per run (``results.json``) and the tables
-(``results.md``): per system, success with a 95 % Wilson interval, LLM calls, tokens, tokens per
-completed item and wall time; per request, which checks failed for which system."""
+(``results.md``): per part (tuning, untuned) and class, success and harm (issue 40: a wrong
+change is worse than none, so it is counted apart); per system, success with a 95 % Wilson
+interval, LLM calls, tokens, tokens per completed item and wall time; per request, which checks
+failed for which system and what harm was done."""
 
 from __future__ import annotations
 
@@ -39,6 +41,14 @@ class RunRecord:
     audit_calls: int = 0
     """Calls of the audit model (``Context.audit_model``); ``llm_calls`` counts them too."""
     audit_tokens: int = 0
+    group: str = "README-like"
+    """The request's class."""
+    part: str = "tuning"
+    """The request's part: ``tuning`` or ``untuned`` (held out)."""
+    harm: list[str] = field(default_factory=list)
+    """Changes to the tasks nobody asked for (``bench.eval.checks.harm_of``)."""
+    paused: bool = False
+    """The measured turn ended paused on a question."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,6 +122,7 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
     requests = list(dict.fromkeys(record.request for record in records))
     lines = ["# Evaluation results (`python -m bench.eval`)", ""]
     lines += [f"- {key}: {value}" for key, value in meta.items()]
+    lines += class_lines(records, systems)
     lines += [
         "",
         "## Per system",
@@ -158,8 +169,53 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
             lines.append(f"- **{request}**, {system}:")
             for run in runs:
                 why = "; ".join(run.failed_checks) or run.error
-                lines.append(f"  - run {run.repeat + 1}: {_cell(why)}")
+                harm = f" HARM: {'; '.join(run.harm)}" if run.harm else ""
+                lines.append(f"  - run {run.repeat + 1}: {_cell(why + harm)}")
     return "\n".join(lines) + "\n"
+
+
+def _rates(runs: Sequence[RunRecord]) -> str:
+    """``| runs | success | harm | paused | seconds / run |`` cells of a row."""
+    count = len(runs)
+    ok = sum(1 for r in runs if r.success)
+    harmed = sum(1 for r in runs if r.harm)
+    paused = sum(1 for r in runs if r.paused)
+    seconds = sum(r.seconds for r in runs) / max(count, 1)
+    return (
+        f"{count} | {ok}/{count} ({_percent(ok / count)}) "
+        f"| {harmed}/{count} ({_percent(harmed / count)}) | {paused} | {seconds:.1f} |"
+    )
+
+
+def class_lines(records: Sequence[RunRecord], systems: Sequence[str]) -> list[str]:
+    """Success and harm per system, part and class, each part's total after its classes.
+
+    Harm is a share of runs (a run that made any change nobody asked for), not of changes: one
+    stray deletion is already the failure issue 40 is about."""
+    lines = [
+        "",
+        "## Per part and class: success and harm",
+        "",
+        "| system | part | class | runs | success | harm | paused | seconds / run |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for system in systems:
+        mine = [r for r in records if r.system == system]
+        for part in dict.fromkeys(r.part for r in mine):
+            in_part = [r for r in mine if r.part == part]
+            for group in sorted(dict.fromkeys(r.group for r in in_part)):
+                runs = [r for r in in_part if r.group == group]
+                lines.append(f"| {system} | {part} | {group} | {_rates(runs)}")
+            lines.append(f"| {system} | **{part}** | **all** | {_rates(in_part)}")
+        if len({r.part for r in mine}) > 1:
+            lines.append(f"| {system} | **all** | **all** | {_rates(mine)}")
+    lines += [
+        "",
+        "Success: every check passed. Harm: the run changed the tasks in a way nobody asked "
+        "for (added, completed, reopened, deleted or renamed a task the expectations do not "
+        "name). Paused: the turn ended on a question (`ask_user`).",
+    ]
+    return lines
 
 
 def status_lines(records: Sequence[RunRecord], systems: Sequence[str]) -> list[str]:
