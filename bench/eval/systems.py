@@ -237,7 +237,10 @@ class TurnplanEval:
                 audit_model=(self.audit_model or model) if self.audit else None,
             )
             config = _config(usage)
-            for text in (*request.turns, request.text):
+            before = None
+            for index, text in enumerate((*request.turns, request.text)):
+                if index == len(request.turns) and request.turns:
+                    before = await end_state(database, tasks_dir)
                 output = await graph.ainvoke(
                     InputState(messages=[HumanMessage(content=text)]),
                     config=config,
@@ -261,6 +264,8 @@ class TurnplanEval:
             audit_tokens=int(output.get("auditTokens") or 0),
             paused=question_of(output) is not None,
             tool_calls=tools_called(output),
+            before_personal=before[0] if before else None,
+            before_conversation=before[1] if before else None,
         )
 
 
@@ -348,7 +353,10 @@ class TodoListEval:
                 checkpointer=InMemorySaver(),
             )
             config = _config(usage)
-            for text in (*request.turns, request.text):
+            before = None
+            for index, text in enumerate((*request.turns, request.text)):
+                if index == len(request.turns) and request.turns:
+                    before = await end_state(database, tasks_dir)
                 state: Any = {
                     "messages": [HumanMessage(content=text)],
                     "conversationId": CONVERSATION,
@@ -365,6 +373,8 @@ class TodoListEval:
             chooses_plan=True,
             paused=question_of(output) is not None,
             tool_calls=tools_called(output),
+            before_personal=before[0] if before else None,
+            before_conversation=before[1] if before else None,
         )
 
 
