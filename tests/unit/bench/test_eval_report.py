@@ -82,3 +82,23 @@ def test_the_status_table_counts_the_audits_false_alarms_and_misses() -> None:
     assert "| turnplan-audit | answered 2, incomplete 1 | 1.3 | 0.0 | 1 | 1 |" in text
     assert "| todolist |" not in text.split("## Turn status")[1].split("## Failed")[0]
     assert "## Turn status" not in markdown(RECORDS, {})
+
+
+def test_the_class_table_shows_success_and_harm_per_part_and_class() -> None:
+    records = [
+        record("turnplan-auto", "a", True, group="harm"),
+        record("turnplan-auto", "b", False, group="harm", harm=["personal tasks: deleted 'x'"]),
+        record("turnplan-auto", "c", True, group="harm", part="untuned", paused=True),
+        record("turnplan-auto", "d", False, group="quotes", part="untuned", seconds=4.0),
+    ]
+    text = markdown(records, {})
+    assert "| turnplan-auto | tuning | harm | 2 | 1/2 (50 %) | 1/2 (50 %) | 0 | 2.0 |" in text
+    assert (
+        "| turnplan-auto | **tuning** | **all** | 2 | 1/2 (50 %) | 1/2 (50 %) | 0 | 2.0 |" in text
+    )
+    assert "| turnplan-auto | untuned | harm | 1 | 1/1 (100 %) | 0/1 (0 %) | 1 | 2.0 |" in text
+    assert "| turnplan-auto | untuned | quotes | 1 | 0/1 (0 %) | 0/1 (0 %) | 0 | 4.0 |" in text
+    assert "| turnplan-auto | **all** | **all** | 4 | 2/4 (50 %) | 1/4 (25 %) | 1 | 2.5 |" in text
+    assert "HARM: personal tasks: deleted 'x'" in text
+    harmed = progress_line(1, 1, records[1])
+    assert "FAILED (the answer does not show 'x') HARM (personal tasks: deleted 'x')" in harmed
