@@ -38,6 +38,10 @@ A request file is ``{"requests": [...]}``; each request is
   chooses whether to plan fails the check if it made one. ``"any"``: not checked.
 - ``expect.task_tools``: ``"none"`` when no task tool may be called in the measured turn (a
   question or small talk gets an answer, not a listing); ``"any"`` (default): not checked.
+- ``expect.may_remain``: titles the request itself adds on the way and then changes ("Add
+  'plants' and then rename it to 'water the plants'"): left in the end state, they fail the
+  state check but are no harm (the user did ask for them). A title the user took back ("Add
+  milk. No, don't.") is not one of them.
 - ``expect.may_ask``: a turn that asks instead of acting is right too: one that paused on
   ``ask_user``, or whose answer is a question, passes when nothing changed (the setup's state
   after the earlier ``turns``, see ``bench.eval.checks``). Without it a paused turn fails.
@@ -118,6 +122,7 @@ class Expectation:
     plan: PlanExpectation = "any"
     task_tools: ToolsExpectation = "any"
     may_ask: bool = False
+    may_remain: tuple[Title, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,7 @@ def _expectation(where: str, value: Any) -> Expectation:
         "plan",
         "task_tools",
         "may_ask",
+        "may_remain",
     }
     item = _keys(where, value, allowed, set())
     cannot_do = _flag(f"{where}.cannot_do", item.get("cannot_do", False))
@@ -239,6 +245,7 @@ def _expectation(where: str, value: Any) -> Expectation:
         plan=plan,
         task_tools=task_tools,
         may_ask=_flag(f"{where}.may_ask", item.get("may_ask", False)),
+        may_remain=_titles(f"{where}.may_remain", item.get("may_remain", [])),
     )
 
 
