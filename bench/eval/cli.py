@@ -32,7 +32,7 @@ from typing import TextIO
 
 from agent.llm.chat_models import close_chat_models, resolve_model_setting
 from bench.eval.checks import failed_checks, harm_of
-from bench.eval.report import RunRecord, markdown
+from bench.eval.report import RunRecord, hidden, markdown
 from bench.eval.requests import DEFAULT_CORPUS, PARTS, EvalRequest, RequestFileError, load_corpus
 from bench.eval.systems import (
     DEFAULT_SYSTEMS,
@@ -129,15 +129,22 @@ async def run_one(
     )
 
 
-def progress_line(done: int, total: int, record: RunRecord, width: int = 20) -> str:
-    """``[#####-----] 5/20 turnplan-auto add-one ok 12.3 s`` (or the first failed check)."""
+def progress_line(
+    done: int, total: int, record: RunRecord, width: int = 20, show_untuned: bool = False
+) -> str:
+    """``[#####-----] 5/20 turnplan-auto add-one ok 12.3 s`` (or the first failed check and
+    the first harm); an untuned request is shown as ``(untuned)`` with no detail."""
     filled = round(width * done / total) if total else width
-    status = "ok" if record.success else f"FAILED ({record.failed_checks[0]})"
+    secret = hidden(record, show_untuned)
+    status = "ok" if record.success else "FAILED"
+    if not record.success and not secret:
+        status += f" ({record.failed_checks[0]})"
     if record.harm:
-        status += f" HARM ({record.harm[0]})"
+        status += " HARM" if secret else f" HARM ({record.harm[0]})"
+    name = "(untuned)" if secret else record.request
     return (
         f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {record.system} "
-        f"{record.request} #{record.repeat + 1}: {status} {record.seconds:.1f} s, "
+        f"{name} #{record.repeat + 1}: {status} {record.seconds:.1f} s, "
         f"{record.llm_calls} calls"
     )
 
@@ -152,9 +159,11 @@ async def run_suite(
     out: Path,
     meta: dict[str, str],
     progress: TextIO | None = None,
+    show_untuned: bool = False,
 ) -> list[RunRecord]:
     """Every (request, repeat, system) run, in that order, written to ``out`` as it goes; a
-    line per run on ``progress`` (default: standard error)."""
+    line per run on ``progress`` (default: standard error), untuned requests unnamed unless
+    ``show_untuned``."""
     progress = progress or sys.stderr
     total = len(requests) * repeat * len(systems)
     records: list[RunRecord] = []
@@ -162,23 +171,31 @@ async def run_suite(
         for request in requests:
             for index in range(repeat):
                 for system in systems:
-                    started = f"{len(records) + 1}/{total} {system.name} {request.id} #{index + 1}"
+                    name = (
+                        "(untuned)"
+                        if request.part == "untuned" and not show_untuned
+                        else request.id
+                    )
+                    started = f"{len(records) + 1}/{total} {system.name} {name} #{index + 1}"
                     print(f"... {started}: running", file=progress, flush=True)
                     record = await run_one(system, request, model, index, limit)
                     records.append(record)
-                    print(progress_line(len(records), total, record), file=progress, flush=True)
-                    await asyncio.to_thread(write_results, out, records, meta)
+                    line = progress_line(len(records), total, record, show_untuned=show_untuned)
+                    print(line, file=progress, flush=True)
+                    await asyncio.to_thread(write_results, out, records, meta, show_untuned)
     finally:
         await close_chat_models()
     return records
 
 
-def write_results(out: Path, records: Sequence[RunRecord], meta: dict[str, str]) -> None:
+def write_results(
+    out: Path, records: Sequence[RunRecord], meta: dict[str, str], show_untuned: bool = False
+) -> None:
     (out / "results.json").write_text(
         json.dumps([record.as_dict() for record in records], indent=2, ensure_ascii=False) + "\n",
         encoding="utf-8",
     )
-    (out / "results.md").write_text(markdown(records, meta), encoding="utf-8")
+    (out / "results.md").write_text(markdown(records, meta, show_untuned), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -212,6 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "both parts",
     )
     parser.add_argument("--part", choices=PARTS, help="only the requests of this part")
+    parser.add_argument(
+        "--show-untuned",
+        action="store_true",
+        help="name the untuned requests in the progress and results.md (hidden by default: "
+        "whoever tunes the rules must not read them)",
+    )
     parser.add_argument(
         "--class", dest="classes", nargs="+", metavar="CLASS", help="only these classes"
     )
@@ -249,8 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             limit=args.timeout,
             out=args.out,
             meta=meta,
+            show_untuned=args.show_untuned,
         )
     )
-    print(markdown(records, meta))
+    print(markdown(records, meta, args.show_untuned))
     print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}", file=sys.stderr)
     return 0

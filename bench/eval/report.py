@@ -115,11 +115,19 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
-def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
-    """``results.md``: the run's facts, the table per system, and the failed checks per
-    request and system."""
+def hidden(record: RunRecord, show_untuned: bool) -> bool:
+    """Whether the run's request is kept out of sight: an untuned (held-out) request's id,
+    answer and failed checks would tell whoever tunes the rules what the part asks, and then it
+    is held out no more. Its figures still count in every table."""
+    return record.part == "untuned" and not show_untuned
+
+
+def markdown(records: Sequence[RunRecord], meta: dict[str, str], show_untuned: bool = False) -> str:
+    """``results.md``: the run's facts, the tables per class and per system, and the failed
+    checks per request and system (the untuned part's only with ``show_untuned``)."""
     systems = list(dict.fromkeys(record.system for record in records))
-    requests = list(dict.fromkeys(record.request for record in records))
+    requests = list(dict.fromkeys(r.request for r in records if not hidden(r, show_untuned)))
+    secret = len({r.request for r in records if hidden(r, show_untuned)})
     lines = ["# Evaluation results (`python -m bench.eval`)", ""]
     lines += [f"- {key}: {value}" for key, value in meta.items()]
     lines += class_lines(records, systems)
@@ -156,8 +164,14 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
             ok = sum(1 for r in runs if r.success)
             cells.append(f"{ok}/{len(runs)}" if runs else "n/a")
         lines.append(f"| {request} | " + " | ".join(cells) + " |")
+    if secret:
+        lines += [
+            "",
+            f"The {secret} untuned requests are counted above but not named here "
+            "(`--show-untuned` names them; `results.json` has every run).",
+        ]
     lines += status_lines(records, systems)
-    failures = [r for r in records if not r.success]
+    failures = [r for r in records if not r.success and not hidden(r, show_untuned)]
     lines += ["", "## Failed checks", ""]
     if not failures:
         lines.append("None: every run passed every check.")
