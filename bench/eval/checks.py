@@ -152,7 +152,23 @@ def _task_checks(where: str, expected: ExpectedTasks, actual: Sequence[TaskState
     return failures
 
 
-def _as_expected(seeds: Sequence[SeedTask]) -> ExpectedTasks:
+def _state_checks(request: EvalRequest, outcome: RunOutcome) -> list[str]:
+    expect = request.expect
+    failures: list[str] = []
+    personal = expect.personal
+    if personal is None and expect.cannot_do:
+        personal = _as_expected(request.setup_personal)
+    if personal is not None:
+        failures.extend(_task_checks("personal tasks", personal, outcome.personal))
+    conversation = expect.conversation
+    if conversation is None and expect.cannot_do and request.setup_conversation:
+        conversation = _as_expected(request.setup_conversation)
+    if conversation is not None:
+        failures.extend(_task_checks("conversation tasks", conversation, outcome.conversation))
+    return failures
+
+
+def _as_expected(seeds: Sequence[SeedTask | TaskState]) -> ExpectedTasks:
     return ExpectedTasks(
         open=tuple((seed.title,) for seed in seeds if not seed.done),
         done=tuple((seed.title,) for seed in seeds if seed.done),
@@ -171,13 +187,28 @@ def asks(outcome: RunOutcome) -> bool:
     return outcome.paused or "?" in outcome.answer
 
 
+def unchanged_by_the_turn(request: EvalRequest, outcome: RunOutcome) -> bool:
+    """Whether the measured turn left every task as it found it (the setup, or the state after
+    the earlier ``turns``)."""
+    stores = (
+        (request.setup_personal, outcome.before_personal, outcome.personal),
+        (request.setup_conversation, outcome.before_conversation, outcome.conversation),
+    )
+    return all(
+        not _task_checks("", _as_expected(seeds if began is None else began), after)
+        for seeds, began, after in stores
+    )
+
+
 def failed_checks(request: EvalRequest, outcome: RunOutcome) -> list[str]:
     """Every check of ``request`` that ``outcome`` fails; empty when the run succeeded.
 
-    A request with ``may_ask`` also passes by asking (``asks``) when its end state is right
-    (its expected state is then "nothing changed"): the answer checks are waived, since a
-    question cannot yet show what was asked for. Without ``may_ask`` a turn that paused fails:
-    it did not do what the words said without doubt."""
+    A request with ``may_ask`` also passes by asking (``asks``) with nothing changed by the
+    turn: it may stop before any part of the request, so the state it began in is as right as
+    the expected one ("Add 'x', then complete both": asking before adding 'x' is right, so is
+    adding it and then asking). The answer checks are then waived, since a question cannot yet
+    show what was asked for. Without ``may_ask`` a turn that paused fails: it did not do what
+    the words said without doubt."""
     expect = request.expect
     failures: list[str] = []
     asked = expect.may_ask and asks(outcome)
@@ -186,16 +217,8 @@ def failed_checks(request: EvalRequest, outcome: RunOutcome) -> list[str]:
         failures.append(f"the turn paused on a question ({question!r}) where it should have acted")
     if not outcome.answer.strip():
         failures.append("the turn ended without an answer")
-    personal = expect.personal
-    if personal is None and expect.cannot_do:
-        personal = _as_expected(request.setup_personal)
-    if personal is not None:
-        failures.extend(_task_checks("personal tasks", personal, outcome.personal))
-    conversation = expect.conversation
-    if conversation is None and expect.cannot_do and request.setup_conversation:
-        conversation = _as_expected(request.setup_conversation)
-    if conversation is not None:
-        failures.extend(_task_checks("conversation tasks", conversation, outcome.conversation))
+    if not (asked and unchanged_by_the_turn(request, outcome)):
+        failures.extend(_state_checks(request, outcome))
     answer = normalised(outcome.answer)
     for title in () if asked else expect.answer_mentions:
         if not any(normalised(spelling) in answer for spelling in title):

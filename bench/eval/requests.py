@@ -43,8 +43,10 @@ A request file is ``{"requests": [...]}``; each request is
   state check but are no harm (the user did ask for them). A title the user took back ("Add
   milk. No, don't.") is not one of them.
 - ``expect.may_ask``: a turn that asks instead of acting is right too: one that paused on
-  ``ask_user``, or whose answer is a question, passes when nothing changed (the setup's state
-  after the earlier ``turns``, see ``bench.eval.checks``). Without it a paused turn fails.
+  ``ask_user``, or whose answer is a question, passes when the measured turn changed nothing
+  (from the setup, or the state after the earlier ``turns``) or when its end state is the
+  expected one (it did the clear part, then asked); see ``bench.eval.checks``. Without it a
+  paused turn fails.
 
 Issue 40's corpus adds, all optional:
 
