@@ -3,7 +3,8 @@
 Alice keeps a conversation task list (seed 000) on her thread. Bob names her conversation in
 his run's ``context.conversation_id`` spelt another way (upper case, without hyphens, in
 braces, as a URN): each spelling is her conversation, so his run is refused before the model
-is asked, and her list is neither shown to him nor changed.
+is asked, and her list is neither shown to him nor changed. Her thread, spelt those ways, is
+hers too: he can neither read it nor create it as his.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -86,6 +88,13 @@ async def test_another_spelling_of_alices_conversation_is_still_hers(
 
     server.model.respond_with(meddling_model)
     for spelling, conversation in spellings(alices).items():
+        # Her thread, spelt so: the server reads thread ids as UUIDs, so it is hers too.
+        with pytest.raises(httpx.HTTPStatusError) as unseen:
+            await bob.threads.get(conversation)
+        assert unseen.value.response.status_code == 404, spelling
+        with pytest.raises(httpx.HTTPStatusError) as taken:
+            await bob.threads.create(thread_id=conversation, if_exists="do_nothing")
+        assert taken.value.response.status_code == 409, spelling
         asked_before = len(server.model.requests)
         own = await bob.threads.create()
         result = await bob.runs.wait(
