@@ -112,3 +112,30 @@ async def test_another_spelling_of_alices_conversation_is_still_hers(
         )
         assert [task.title for task in files.read(alices).tasks] == [SECRET], spelling
         assert [task.done for task in files.read(alices).tasks] == [False], spelling
+
+
+async def test_editing_a_paused_turns_state_cannot_point_it_at_alices_conversation(
+    server: DevServer, clients: dict[str, LangGraphClient]
+) -> None:
+    alice, bob = clients["alice"], clients["bob"]
+    server.model.reply(tool_calls(("AddTask", {"title": SECRET})), text("Noted."))
+    alices = (await alice.threads.create())["thread_id"]
+    await alice.runs.wait(alices, "supervisor", input=user_says("Note it."), context=TASK_TOOLS)
+    files = TaskFiles(server.folder)
+    assert [task.title for task in files.read(alices).tasks] == [SECRET]
+
+    # Bob's own turn pauses at a question; he edits his own thread's state meanwhile.
+    server.model.reply(tool_calls(("ask_user", {"question": "Which list?", "options": ["a"]})))
+    own = (await bob.threads.create())["thread_id"]
+    await bob.runs.wait(own, "supervisor", input=user_says("Tidy a list."), context=TASK_TOOLS)
+    assert (await bob.threads.get_state(own))["next"] == ["tools"], server.log_tail()
+    await bob.threads.update_state(own, {"conversationId": alices.upper()})
+    server.model.reply(
+        tool_calls(("ListTasks", {}), ("DeleteTask", {"taskId": "1"})), text("Done.")
+    )
+    await bob.runs.wait(own, "supervisor", command={"resume": "a"}, context=TASK_TOOLS)
+
+    seen = json.dumps(await bob.threads.get_state(own))
+    assert SECRET not in seen
+    assert "belongs to another user" in seen
+    assert [task.title for task in files.read(alices).tasks] == [SECRET]
