@@ -20,7 +20,8 @@ thread, ``/internal/debug/thread/<id>`` returns any user's thread to anyone, ``/
 LangSmith deployment. Middleware of ``app`` wraps every route the server has, so with
 ``TURNPLAN_AUTH_TOKENS`` set it refuses those (403) whoever asks: no user's token may wipe or
 read everyone's threads. The routes ``app`` may add later are behind the authenticate handler
-(``http.enable_custom_route_auth``).
+(``http.enable_custom_route_auth``). Origins: ``OriginGuard`` (``agent.origins``) refuses
+state-changing requests a foreign web page may have sent, before any route (these included).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from agent.context import Context, check_context_keys
 from agent.graph import SupervisorGraph, database, graph, mcp_tools
 from agent.llm.chat_models import close_chat_models
 from agent.llm.local_model import stop_shared_local_model_server
+from agent.origins import OriginGuard
 
 
 def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
@@ -90,4 +92,4 @@ class DevRoutesGuard:
         await self.app(scope, receive, send)
 
 
-app = Starlette(lifespan=lifespan, middleware=[Middleware(DevRoutesGuard)])
+app = Starlette(lifespan=lifespan, middleware=[Middleware(OriginGuard), Middleware(DevRoutesGuard)])
