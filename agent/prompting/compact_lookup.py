@@ -10,7 +10,9 @@ listed task the step's words name **without doubt**:
 
 1. a title equal to the words (case-insensitive), when only one task has it;
 2. else, for words the user did not quote, the one title whose every content word the words
-   use (stems compared, so "washed"/"wash", "paid"/"pay" meet): the words fully cover it.
+   use (stems compared, so "washed"/"wash", "paid"/"pay" meet; a light verb such as "do" in
+   "do the laundry" need not be said): the words fully cover it, and no other title shares
+   any of their words.
 
 Nothing else is a match: never a title that merely contains the words (a short word or a
 pronoun such as "it" is inside many titles), never the nearest of several. Titles that share

@@ -409,3 +409,13 @@ def test_a_worker_whose_tools_declare_no_verbs_is_still_the_models_choice() -> N
     [delegate] = delegation_tools(WorkerRegistry([worker]), database)
 
     assert [tool.name for tool in planning_tools([delegate])] == ["delegate"]
+
+
+def test_a_light_verb_of_a_title_need_not_be_said_when_no_other_title_shares_the_words() -> None:
+    tasks = [{"id": "g", "title": "go to the gym"}, {"id": "l", "title": "do the laundry"}]
+
+    assert matching_task("the gym", tasks, quoted=False) == tasks[0]
+    assert matching_task("laundry", tasks, quoted=False) == tasks[1]
+    # Another title shares "gym": there is doubt, and no task is picked.
+    doubt = [*tasks, {"id": "m", "title": "pay the gym membership"}]
+    assert matching_task("the gym", doubt, quoted=False) is None
