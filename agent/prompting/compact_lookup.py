@@ -205,9 +205,21 @@ def matching_task(
         return None
     stems = content_stems(words)
     covered = [
-        task for task in tasks if (title := content_stems(str(task["title"]))) and title <= stems
+        task
+        for task in tasks
+        if (title := content_stems(str(task["title"])) - LIGHT_VERBS) and title <= stems
     ]
-    return covered[0] if len(covered) == 1 else None
+    if len(covered) != 1:
+        return None
+    others = [task for task in tasks if task is not covered[0]]
+    if any(stems & content_stems(str(task["title"])) for task in others):
+        return None  # another title shares the words: there is doubt, the user is asked
+    return covered[0]
+
+
+LIGHT_VERBS = frozenset({"do", "make", "get", "go", "have", "take"})
+"""Verbs a title may start with that do not tell it apart ("do the laundry", "go to the gym"):
+the user's "laundry" or "gym" names it, when no other title shares their words."""
 
 
 def candidate_tasks(
