@@ -22,6 +22,20 @@ class UnknownContextKeyError(TypeError):
     graph). A ``TypeError``, as an unexpected keyword argument is; the message names the key."""
 
 
+LIMIT_CEILINGS: dict[str, int] = {
+    "max_title_length": 1_000,
+    "max_text_length": 10_000,
+    "max_batch_items": 200,
+    "max_plan_rows": 200,
+    "max_plan_edits": 200,
+    "max_message_chars": 200_000,
+}
+"""The highest value a run's context may give each input limit. Any client of the server sends
+its own context, so a limit it could raise at will would protect nothing: the settings may
+lower these, never pass them (the largest allowed work is measured against them:
+``tests/integration/server/test_input_limits_served.py``)."""
+
+
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run of the supervisor graph.
@@ -125,6 +139,32 @@ class Context:
         default=50,
         metadata={"description": "Most items one create_todo call may create."},
     )
+    max_plan_rows: int = field(
+        default=100,
+        metadata={
+            "description": "Most rows one turn's plan may hold, closed ones included: "
+            "create_todo, planEdits adds and a continued plan are refused "
+            "(VALIDATION_ERROR, nothing written) past it. Every row is shown with every LLM "
+            "call of the turn, so this bounds its prompt. At most "
+            f"{LIMIT_CEILINGS['max_plan_rows']}."
+        },
+    )
+    max_plan_edits: int = field(
+        default=50,
+        metadata={
+            "description": "Most planEdits operations one run may send (more: VALIDATION_ERROR, "
+            f"nothing changed). At most {LIMIT_CEILINGS['max_plan_edits']}."
+        },
+    )
+    max_message_chars: int = field(
+        default=32_000,
+        metadata={
+            "description": "Longest human message a turn accepts, in characters of its "
+            "content (content blocks counted as their JSON). A longer one is refused with "
+            "inputError (VALIDATION_ERROR) and removed from the thread: no turn starts. At "
+            f"most {LIMIT_CEILINGS['max_message_chars']}."
+        },
+    )
     max_parallel_tools: int = field(
         default=8,
         metadata={
@@ -213,6 +253,9 @@ class Context:
             value = _as_number(name, getattr(self, name), int)
             if value < 1:
                 raise ValueError(f"Context.{name} must be at least 1, got {value}.")
+            ceiling = LIMIT_CEILINGS.get(name)
+            if ceiling is not None and value > ceiling:
+                raise ValueError(f"Context.{name} must be at most {ceiling}, got {value}.")
             setattr(self, name, value)
         if self.max_reminders < 0 or self.max_retries < 0:
             raise ValueError("Context.max_reminders and max_retries must not be negative.")
@@ -250,6 +293,9 @@ _POSITIVE_INTS = (
     "max_title_length",
     "max_text_length",
     "max_batch_items",
+    "max_plan_rows",
+    "max_plan_edits",
+    "max_message_chars",
     "max_parallel_tools",
     "max_idle_rounds",
 )

@@ -10,6 +10,12 @@ current turn in one transaction and makes no LLM call (``agent.nodes.plan``):
 - ``{"op": "move", "id": "...", "position": N}``: the open row goes to index ``N`` (0-based)
   among the turn's open rows; rows that shared a stage keep sharing it.
 
+A run sends at most ``Context.max_plan_edits`` edits (50 by default), and the plan they leave
+holds at most ``Context.max_plan_rows`` rows (100), closed ones included; fields are strictly
+typed (``position`` an integer, never a boolean or a string). Anything else is refused as a whole
+with ``VALIDATION_ERROR`` before a row is read. An edit's row is found by id in constant time, so
+a batch costs the edits times the open rows at most, which the two caps bound.
+
 Edits apply in list order, each to the plan the ones before it left. One bad edit (an unknown
 or closed row, an empty title, a move that would leave a pending row before the row in
 progress, which would make a second row in progress) fails the whole batch with the same error
@@ -36,7 +42,13 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from agent.errors import ErrorCode, ToolFailure, database_failure, describe_validation_error
 from agent.turn.call_ledger import CallAlreadyRecorded, record_result, recorded_results
-from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan, validate_items
+from agent.turn.plan_rows import (
+    PlanLimits,
+    TodoItemInput,
+    TurnPlan,
+    check_plan_size,
+    validate_items,
+)
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo, utc_now_iso
 from storage.repositories import (
@@ -58,7 +70,7 @@ CANCELLED_BY_USER = "Cancelled by the user"
 class AddEdit(BaseModel):
     """A new pending row at the end of the plan."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     op: Literal["add"]
     title: str
     description: str = ""
@@ -67,7 +79,7 @@ class AddEdit(BaseModel):
 class CancelEdit(BaseModel):
     """Cancel an open row; the reason becomes its outcome."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     op: Literal["cancel"]
     id: str
     reason: str = ""
@@ -76,7 +88,7 @@ class CancelEdit(BaseModel):
 class MoveEdit(BaseModel):
     """Move an open row to ``position`` (0-based) among the open rows."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     op: Literal["move"]
     id: str
     position: int = Field(ge=0)
@@ -107,8 +119,23 @@ class EditResult:
     rows: list[TurnTodo] = field(default_factory=list)
 
 
-def parse_edits(value: Any) -> list[AddEdit | CancelEdit | MoveEdit]:
-    """``planEdits`` as edits (``ToolFailure`` ``VALIDATION_ERROR``: malformed)."""
+def parse_edits(value: Any, max_edits: int) -> list[AddEdit | CancelEdit | MoveEdit]:
+    """``planEdits`` as edits (``ToolFailure`` ``VALIDATION_ERROR``: not a list, empty, more than
+    ``max_edits``, or an edit of the wrong shape or type). The count is checked before any edit
+    is parsed, so an oversized batch costs nothing but its length."""
+    if not isinstance(value, list):
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"planEdits must be a list of edits, not {type(value).__name__}.",
+            'Send a list such as [{"op": "add", "title": "Buy eggs"}].',
+        )
+    if len(value) > max_edits:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"planEdits has {len(value)} edits; a run may send at most {max_edits}.",
+            f"Send the edits in runs of at most {max_edits}.",
+            limit=max_edits,
+        )
     try:
         edits = _EDITS.validate_python(value)
     except ValidationError as error:
@@ -129,8 +156,8 @@ def _edit_failure(index: int, code: ErrorCode, message: str, suggestion: str) ->
     return ToolFailure(code, f"Edit {index}: {message}", suggestion, edit=index)
 
 
-def _open_draft(drafts: Sequence[_Draft], todo_id: str, index: int) -> _Draft:
-    found = next((d for d in drafts if d.row is not None and d.row.id == todo_id), None)
+def _open_draft(by_id: dict[str, _Draft], todo_id: str, index: int) -> _Draft:
+    found = by_id.get(todo_id)
     if found is None:
         raise _edit_failure(
             index,
@@ -158,6 +185,9 @@ def plan_after_edits(
         for row in rows
         if row.status in OPEN_TODO_STATUSES
     ]
+    adds = sum(isinstance(edit, AddEdit) for edit in edits)
+    check_plan_size(len(rows), adds, limits, "planEdits")
+    by_id = {draft.row.id: draft for draft in drafts if draft.row is not None}
     for index, edit in enumerate(edits):
         if isinstance(edit, AddEdit):
             try:
@@ -173,7 +203,7 @@ def plan_after_edits(
                 ) from None
             drafts.append(_Draft(None, item.title, item.context))
             continue
-        draft = _open_draft(drafts, edit.id.strip(), index)
+        draft = _open_draft(by_id, edit.id.strip(), index)
         if isinstance(edit, CancelEdit):
             reason = edit.reason.strip()
             draft.status = "cancelled"
@@ -305,7 +335,7 @@ async def _edit_rows(
 ) -> int:
     """Write the edits to the turn's rows (``ToolFailure``: a bad edit, nothing written);
     the number of edits."""
-    edits = parse_edits(raw_edits)
+    edits = parse_edits(raw_edits, limits.max_plan_edits)
     if not scope.turn_id:
         raise ToolFailure(
             ErrorCode.NOT_FOUND,
