@@ -18,8 +18,10 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.context import LIMIT_CEILINGS, Context
+from agent.errors import ErrorCode, ToolFailure
 from agent.graph import build_graph
 from agent.tools.todos import build_todo_tools
+from agent.turn.continuation import continue_open_rows
 from agent.turn.plan_rows import PlanLimits, TodoItemInput, TurnPlan
 from storage import Database
 from storage.repositories import TurnScope
@@ -216,3 +218,19 @@ def test_a_run_context_may_lower_the_caps_but_never_raise_them_past_the_ceilings
     for name, ceiling in LIMIT_CEILINGS.items():
         with pytest.raises(ValueError, match=f"at most {ceiling}"):
             Context(**{name: ceiling + 1})
+
+
+async def test_the_continue_tool_past_the_plan_rows_cap_is_refused_and_closes_nothing(
+    database: Database,
+) -> None:
+    """The model's ``continue_open_todos`` shares the cap with ``continuePlan``: the copy is
+    checked in its own transaction, so nothing is closed or copied."""
+    await plant_open_rows(database, "cont", turns=2, rows=60)
+
+    with pytest.raises(ToolFailure) as refused:
+        await continue_open_rows(database, TurnScope("cont", "new"), None, PlanLimits())
+
+    assert refused.value.code == ErrorCode.VALIDATION_ERROR
+    assert "at most 100 rows" in refused.value.message
+    assert len(open_rows(database)) == 120
+    assert {turn for turn, _ in open_rows(database)} == {"old-0", "old-1"}
