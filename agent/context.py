@@ -159,9 +159,9 @@ class Context:
     max_message_chars: int = field(
         default=32_000,
         metadata={
-            "description": "Longest human message a turn accepts, in characters of its "
-            "content (content blocks counted as their JSON). A longer one is refused with "
-            "inputError (VALIDATION_ERROR) and removed from the thread: no turn starts. At "
+            "description": "Most characters the new messages of one run may hold together "
+            "(content blocks counted as their JSON). More is refused with inputError "
+            "(VALIDATION_ERROR) and the messages are removed from the thread: no turn starts. At "
             f"most {LIMIT_CEILINGS['max_message_chars']}."
         },
     )

@@ -303,10 +303,11 @@ class SupervisorState(InputState):
             description=(
                 "Why this run's input was refused, if it was: "
                 '`{"error": "VALIDATION_ERROR", "message", "suggestion", "field", "limit"?}` '
-                "(a message longer than `Context.max_message_chars`, a `continuePlan` that is not "
-                "a boolean, a continuation past `Context.max_plan_rows`). A refused run changes "
-                "nothing: its message is removed from the thread, no turn starts, and a paused "
-                "turn is asked again. None when the input was accepted (`agent.turn.run_input`)."
+                "(new messages longer than `Context.max_message_chars`, a `continuePlan` that "
+                "is not a boolean, a continuation past `Context.max_plan_rows`). A refused run "
+                "changes nothing: its messages are removed from the thread, no turn starts, and "
+                "a paused turn is asked again. None when the input was accepted "
+                "(`agent.turn.run_input`)."
             )
         ),
     ] = None

@@ -55,7 +55,12 @@ from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
 from agent.turn.resume import resumed_turn_of_run, resumed_turn_update
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over
-from agent.turn.run_input import continuation_problem, input_problem, refused_input
+from agent.turn.run_input import (
+    continuation_problem,
+    input_problem,
+    refused_input,
+    run_messages,
+)
 from prompts import load_prompt
 from storage.repositories import TurnScope
 
@@ -130,9 +135,10 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
         new_message = human is not None and bool(human.id) and human.id != state.turnMessageId
-        problem = input_problem(state.continuePlan, human if new_message else None, context)
+        added = run_messages(state.messages, state.turnMessageId) if new_message else []
+        problem = input_problem(state.continuePlan, added, context)
         if problem is not None:  # refused before any work: agent.turn.run_input
-            return {**refused_input(problem, human if new_message else None), "planEdits": None}
+            return {**refused_input(problem, added), "planEdits": None}
         edits_sent = state.planEdits is not None
         if edits_sent and not new_message:
             update = await edit_plan(deps, state, context)
@@ -218,7 +224,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             except ToolFailure as failure:
                 return end_turn_with_failure(failure.message, None)
             if too_long is not None:  # nothing begun, nothing copied
-                return refused_input(too_long, None if human is asked else human)
+                added = [] if human is asked else run_messages(history, state.turnMessageId)
+                return refused_input(too_long, added)
         request = message_text(human)
         turn_start: dict[str, Any] = {
             "conversationId": named.conversation_id,

@@ -13,9 +13,10 @@ thread and writes nothing to the database. ``planEdits`` are checked where they 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
@@ -34,10 +35,24 @@ def message_size(message: AnyMessage) -> int:
     return len(json.dumps(content, ensure_ascii=False, default=str))
 
 
+def run_messages(messages: Sequence[AnyMessage], turn_message_id: str) -> list[AnyMessage]:
+    """The human messages at the end of the thread, after its last message of another kind
+    (and after the current turn's own message): the request this run sends, in one message or
+    split into several. Their size is counted together; each is kept in the thread and may be
+    sent with the turn's LLM calls. (A run's whole input is bounded by the server's request
+    body cap, ``agent.server``.)"""
+    added: list[AnyMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, HumanMessage) or message.id == turn_message_id:
+            break
+        added.append(message)
+    return added[::-1]
+
+
 def input_problem(
-    continue_plan: object, new_message: AnyMessage | None, context: Context
+    continue_plan: object, new_messages: Sequence[AnyMessage], context: Context
 ) -> ToolFailure | None:
-    """What is wrong with a run's ``continuePlan`` and new human message, if anything."""
+    """What is wrong with a run's ``continuePlan`` and its new messages, if anything."""
     if not isinstance(continue_plan, bool):
         return ToolFailure(
             ErrorCode.VALIDATION_ERROR,
@@ -45,17 +60,16 @@ def input_problem(
             "Send continuePlan as a JSON boolean, or leave it out.",
             field="continuePlan",
         )
-    if new_message is not None:
-        size = message_size(new_message)
-        if size > context.max_message_chars:
-            return ToolFailure(
-                ErrorCode.VALIDATION_ERROR,
-                f"The message is {size} characters long; a message may have at most "
-                f"{context.max_message_chars}.",
-                "Shorten the message, or split the request into several turns.",
-                field="messages",
-                limit=context.max_message_chars,
-            )
+    size = sum(message_size(message) for message in new_messages)
+    if size > context.max_message_chars:
+        return ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"This run's new messages hold {size} characters; a run may send at most "
+            f"{context.max_message_chars}.",
+            "Shorten the message, or split the request into several turns.",
+            field="messages",
+            limit=context.max_message_chars,
+        )
     return None
 
 
@@ -74,14 +88,15 @@ async def continuation_problem(
     return None
 
 
-def refused_input(failure: ToolFailure, message: AnyMessage | None) -> dict[str, Any]:
+def refused_input(failure: ToolFailure, messages: Sequence[AnyMessage]) -> dict[str, Any]:
     """The update of a run whose input was refused: ``inputError`` says why, and the run's
-    message (if it is in the thread) is removed, so the thread is as it was before the run."""
+    ``messages`` are removed, so the thread is as it was before the run."""
     update: dict[str, Any] = {
         "inputError": failure.envelope(),
         "planEditResult": None,
         "continuePlan": False,
     }
-    if message is not None and message.id:
-        update["messages"] = [RemoveMessage(id=message.id)]
+    removed = [RemoveMessage(id=message.id) for message in messages if message.id]
+    if removed:
+        update["messages"] = removed
     return update

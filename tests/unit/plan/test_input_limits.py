@@ -166,6 +166,22 @@ async def test_an_oversized_message_is_refused_and_the_paused_turn_is_asked_agai
     assert model.calls > calls
 
 
+async def test_the_cap_counts_every_message_a_run_sends_together(database: Database) -> None:
+    """Splitting an oversized request into several messages of one run does not pass the cap:
+    every one of them would be kept in the thread and sent with the turn's calls."""
+    graph = build_graph(
+        ScriptedChatModel(responder=never_called), database=database, checkpointer=InMemorySaver()
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "split"}}
+    halves = [HumanMessage(content="x" * 20_000, id=f"half-{n}") for n in range(2)]
+
+    result = await graph.ainvoke({"messages": halves}, config)
+
+    assert result["inputError"]["error"] == "VALIDATION_ERROR"
+    assert "40000 characters" in result["inputError"]["message"]
+    assert result["messages"] == []
+
+
 async def test_create_todo_past_the_plan_rows_cap_is_refused_and_writes_nothing(
     database: Database,
 ) -> None:
