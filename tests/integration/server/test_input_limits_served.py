@@ -10,10 +10,11 @@ character too long are refused with VALIDATION_ERROR and change nothing."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import closing, contextmanager
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from agent.context import LIMIT_CEILINGS
+from agent.server import MAX_REQUEST_BYTES
 from tests.dev_server import DevServer
 from tests.fakes import plan_rows
 from tests.http_oracle import plan_view_of
@@ -147,3 +149,36 @@ async def test_the_largest_allowed_work_leaves_ok_answering_and_oversized_input_
     assert open_rows(dev_server) == rows, "nothing changed"
     assert after["todos"] == before["todos"]
     assert [m["id"] for m in after["messages"]] == [m["id"] for m in before["messages"]]
+
+
+async def test_a_request_body_past_the_cap_is_refused_before_the_server_stores_it(
+    dev_server: DevServer,
+) -> None:
+    """A run's input lands in the thread's checkpoints before the graph can refuse it, so the
+    whole body is capped (``agent.server.MAX_REQUEST_BYTES``), with a Content-Length or
+    chunked."""
+    message = {"role": "user", "content": "x" * (MAX_REQUEST_BYTES + 1)}
+    body = json.dumps({"assistant_id": "supervisor", "input": {"messages": [message]}}).encode()
+
+    dev_server.model.respond_with(lambda _: text("Hello."))
+
+    async def chunked() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 65_536):
+            yield body[start : start + 65_536]
+
+    async with get_client(url=dev_server.url) as client, httpx.AsyncClient() as raw:
+        thread = (await client.threads.create())["thread_id"]
+        url = f"{dev_server.url}/threads/{thread}/runs/wait"
+        sized = await raw.post(url, content=body, headers={"Content-Type": "application/json"})
+        streamed = await raw.post(
+            url, content=chunked(), headers={"Content-Type": "application/json"}
+        )
+        history = await client.threads.get_history(thread)
+        small = await client.runs.wait(
+            thread, "supervisor", input={"messages": [{"role": "user", "content": "hi"}]}
+        )
+
+    assert sized.status_code == streamed.status_code == 413
+    assert str(MAX_REQUEST_BYTES) in sized.json()["detail"]
+    assert history == []  # no run, no checkpoint
+    assert isinstance(small, dict) and small["turnStatus"] == "answered"  # the server still works
