@@ -29,11 +29,20 @@ LIMIT_CEILINGS: dict[str, int] = {
     "max_plan_rows": 200,
     "max_plan_edits": 200,
     "max_message_chars": 200_000,
+    "base_iterations": 1_000,
+    "max_iterations": 1_000,
+    "history_limit": 200,
+    "max_parallel_tools": 32,
+    "max_idle_rounds": 100,
+    "max_reminders": 20,
+    "max_retries": 10,
+    "request_timeout": 600,
 }
-"""The highest value a run's context may give each input limit. Any client of the server sends
-its own context, so a limit it could raise at will would protect nothing: the settings may
-lower these, never pass them (the largest allowed work is measured against them:
-``tests/integration/server/test_input_limits_served.py``)."""
+"""The highest value a run's context may give each limit of the work a run may cause (rows,
+edits, message size, LLM calls, messages per call, tools at once, retries, seconds per model
+request). Any client of the server sends its own context, so a limit it could raise at will
+would protect nothing: the settings may lower these, never pass them (the largest allowed plan
+work is measured against them: ``tests/integration/server/test_input_limits_served.py``)."""
 
 
 @dataclass(kw_only=True)
@@ -259,6 +268,12 @@ class Context:
             setattr(self, name, value)
         if self.max_reminders < 0 or self.max_retries < 0:
             raise ValueError("Context.max_reminders and max_retries must not be negative.")
+        for name in ("max_reminders", "max_retries"):
+            if getattr(self, name) > LIMIT_CEILINGS[name]:
+                raise ValueError(
+                    f"Context.{name} must be at most {LIMIT_CEILINGS[name]}, "
+                    f"got {getattr(self, name)}."
+                )
         if self.max_turn_tokens is not None:
             self.max_turn_tokens = _as_number("max_turn_tokens", self.max_turn_tokens, int)
             if self.max_turn_tokens < 1:
@@ -267,8 +282,11 @@ class Context:
                     f"{self.max_turn_tokens}."
                 )
         self.request_timeout = _as_number("request_timeout", self.request_timeout, float)
-        if self.request_timeout <= 0:
-            raise ValueError("Context.request_timeout must be a positive number of seconds.")
+        if not 0 < self.request_timeout <= LIMIT_CEILINGS["request_timeout"]:
+            raise ValueError(
+                "Context.request_timeout must be a positive number of seconds, at most "
+                f"{LIMIT_CEILINGS['request_timeout']}."
+            )
         if self.base_iterations > self.max_iterations:
             raise ValueError(
                 f"Context.base_iterations ({self.base_iterations}) must not exceed "
