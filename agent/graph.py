@@ -39,6 +39,7 @@ from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
 from agent.nodes.routing import after_drain, after_model_step, after_plan, after_tools
 from agent.nodes.tools_node import build_supervisor_tools_node
+from agent.run_fates import server_run_fate
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.continue_plan import build_continue_tool
@@ -47,6 +48,7 @@ from agent.tools.delegate import delegation_tools
 from agent.tools.mcp import McpTools
 from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
+from agent.turn.superseded import RunFates
 from agent.workers import Worker, WorkerRegistry
 from prompts import Prompts, use_prompts
 from storage import Database
@@ -130,6 +132,7 @@ def build_graph(
     context: ContextDefaults | None = None,
     prompts_dir: str | Path | None = None,
     completion_checks: Mapping[str, CompletionCheck] | None = None,
+    run_fates: RunFates | None = None,
 ) -> SupervisorGraph:
     """Compile the supervisor.
 
@@ -155,6 +158,9 @@ def build_graph(
     ``completion_checks``: ``{agentType or "*": check}``; ``check(row, evidence)``, sync or
     async, returns None to let a row close as completed or a reason to keep it open
     (``COMPLETION_REFUSED``); see ``agent.calls.completion``.
+    ``run_fates``: how a run asks the LangGraph Server it runs in about the thread's other runs,
+    so a new turn closes the rows of turns a newer run rolled back or interrupted
+    (``agent.turn.superseded``); the served ``graph`` has it, Python callers need none.
     """
     prompts = Prompts.at(prompts_dir)
     prompts.check()
@@ -178,6 +184,7 @@ def build_graph(
         model=model,
         agent_types=registry.descriptions(),
         checkpoints=saved,
+        run_fates=run_fates,
     )
 
     builder = StateGraph(
@@ -203,4 +210,4 @@ mcp_tools = McpTools()
 """The served graph's MCP servers (``TURNPLAN_MCP_SERVERS``); ``agent.server`` closes their
 sessions when the server stops."""
 
-graph = build_graph(database=database, mcp_servers=mcp_tools)
+graph = build_graph(database=database, mcp_servers=mcp_tools, run_fates=server_run_fate)

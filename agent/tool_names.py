@@ -43,6 +43,12 @@ REQUEST_VERBS_METADATA = "turnplan_request_verbs"
 ("add", "remove", "show me"). The compact profile's plan (``agent.prompting.compact_tools``)
 gives a step the tool its verb names, so a small model only decides the steps no verb names."""
 
+REQUEST_SUBJECT_METADATA = "turnplan_request_subject"
+"""Tool metadata: ``{"verbs": [...], "pattern": regex}``: the request verbs of the tool that
+name it only in a step whose words match ``pattern`` (its subject: "tasks", "my list") or that
+quotes a title. "what", "note" and "tell me" alone are everyday words, not a listing or an
+addition (``agent.tools.request_verbs.TASK_VERBS_NEEDING_SUBJECT``)."""
+
 LOOKUP_TOOL_METADATA = "turnplan_lookup_tool"
 """Tool metadata: the name of the tool of the same toolset that lists what this tool acts on
 ("list_tasks" for ``complete_task``). The compact profile calls it before the action when the

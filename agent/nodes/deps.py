@@ -32,6 +32,7 @@ from agent.prompting.builder import (
     system_prompt,
 )
 from agent.tool_names import CONTINUE_OPEN_TODOS
+from agent.turn.superseded import RunFates
 from prompts import load_all_prompts, load_prompt, render_prompt
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
@@ -81,6 +82,9 @@ class SupervisorDeps:
     """The checkpointer the graph was compiled with (Python callers; a server brings its own):
     how a run without a server run id tells its own lost steps from a fork
     (``agent.turn.lineage.RunIdentity.lost_since``)."""
+    run_fates: RunFates | None = None
+    """How a run asks the LangGraph Server it runs in what became of the thread's other runs
+    (``agent.turn.superseded``); None for Python callers, which have no server runs."""
     _prompts_ready: bool = field(default=False, init=False)
     _bound: dict[asyncio.AbstractEventLoop, BoundModels] = field(default_factory=dict, init=False)
     """Bound models per event loop; a loop's entries go when ``asyncio.run`` ends it (the chat
@@ -183,13 +187,17 @@ class SupervisorDeps:
         required_tool: str | None = None,
         request: str = "",
         open_elsewhere: Sequence[str] = (),
+        superseded: str = "",
     ) -> StepCall:
         """The model and prompt parts of one call under the run's prompt profile
         (``agent.prompting.builder.FULL`` or ``COMPACT``). ``open_elsewhere``: titles of the
         rows earlier turns left open, for a plan step: the full profile then says so in one
         line and binds ``continue_open_todos`` (never otherwise: its schema would be sent with
         every call for nothing); the compact profile offers it to its plan's verbs only
-        (``agent.prompting.compact_tools.continues``), so a small model is told nothing."""
+        (``agent.prompting.compact_tools.continues``), so a small model is told nothing.
+        ``superseded``: the note on earlier turns a newer run stopped
+        (``agent.turn.superseded.superseded_note``), added to the system prompt of every
+        profile: what stays done is news the user must get whatever the model."""
         setting = model_setting_of(self.model, context)
         run_tools = await self.catalog.for_run(context)
         profile = prompt_profile(context, setting)
@@ -212,6 +220,8 @@ class SupervisorDeps:
         )
         if offer_continue and profile.tools == "by_phase":
             base_prompt = f"{base_prompt}\n\n{open_items_note(open_elsewhere)}"
+        if superseded:
+            base_prompt = f"{base_prompt}\n\n{superseded}"
         return StepCall(
             model=model,
             profile=profile,

@@ -73,6 +73,9 @@ class TurnView:
     open_elsewhere: tuple[str, ...] = ()
     """Titles of the rows earlier turns of the conversation left open (``plan`` reads them):
     the call is told and may continue them (``SupervisorDeps.step_call``)."""
+    superseded: str = ""
+    """The note on earlier turns a newer run stopped, whose open rows ``plan`` closed
+    (``agent.turn.superseded``): the call is told what was left undone and what stays done."""
 
 
 REASON_LIMIT = 300
@@ -136,6 +139,7 @@ async def model_step(
             required_tool=required_tool,
             request=view.turn_request,
             open_elsewhere=view.open_elsewhere,
+            superseded=view.superseded,
         )
         # Only calls the window can hold are looked up: an orphan older than the window would
         # otherwise cost a read on every later call of the thread.

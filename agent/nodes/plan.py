@@ -17,6 +17,10 @@ Rows earlier turns left open are never resumed on their own (seed 004). The plan
 of them in one line and offered ``continue_open_todos``; a run whose input says
 ``continuePlan`` continues them before its first call (``agent.turn.continuation``), with or
 without a message of its own.
+
+On the LangGraph server a new turn first closes the open rows of turns a newer run rolled back
+or interrupted (``multitask_strategy``), which nothing else would ever close, and tells its
+first call what those turns had already done (``agent.turn.superseded``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from agent.turn.run_input import (
     refused_input,
     run_messages,
 )
+from agent.turn.superseded import close_superseded_turns, superseded_note
 from prompts import load_prompt
 from storage.repositories import TurnScope
 
@@ -125,6 +130,22 @@ def nothing_to_continue(turn_start: dict[str, Any]) -> dict[str, Any]:
         "messages": [*turn_start.get("messages", []), answer],
         "turnStatus": "answered",
     }
+
+
+async def close_superseded(deps: SupervisorDeps, scope: TurnScope, identity: RunIdentity) -> str:
+    """Close the open rows of the turns a newer run rolled back or interrupted, on the server
+    (``agent.turn.superseded``), and return the note telling this turn about them. The turn
+    that starts now does it: the stopped run cannot, and nothing else runs on the thread."""
+    if deps.run_fates is None:
+        return ""
+    turns = await close_superseded_turns(
+        deps.database,
+        scope,
+        thread_id=identity.thread_id,
+        run_id=identity.run_id,
+        fates=deps.run_fates,
+    )
+    return superseded_note(turns)
 
 
 def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
@@ -276,6 +297,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         if history is not state.messages and len(history) > len(state.messages):
             turn_start["messages"] = [human]
         open_elsewhere: tuple[str, ...] = ()
+        superseded = ""
         if state.continuePlan and context.planning == "off":
             # The copies would be rows no step of this run may close (no plan tools): declined
             # before anything is copied, so the open rows stay where they are.
@@ -287,6 +309,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
                 "messages": [*turn_start.get("messages", []), *declined["messages"]],
             }
         try:
+            # Before the open rows are read: a stopped run's rows are closed, not offered.
+            superseded = await close_superseded(deps, claim.scope, identity)
             if state.continuePlan:
                 limits = plan_limits(context)
                 continued = await continue_open_rows(deps.database, claim.scope, None, limits)
@@ -312,6 +336,7 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             claimed_step=claim.step,
             retaken=claim.retaken,
             open_elsewhere=open_elsewhere,
+            superseded=superseded,
         )
         required = "create_todo" if context.planning == "always" and not claim.rows else None
         update = await model_step(deps, history, view, context, turn_start, required_tool=required)

@@ -6,16 +6,17 @@ and some tools take only an id (the conversation list's ``CompleteTask`` needs "
 model can neither rewrite the words into the title nor copy an id it never saw. So before an
 action on one existing task, the harness calls the tool the acting tool names as its lookup
 (``agent.tool_names.LOOKUP_TOOL_METADATA``), without a model call, and passes the id of the
-listed task the step's words match:
+listed task the step's words name **without doubt**:
 
-1. a title equal to the words (case-insensitive);
-2. else the one title that contains the words, or that the words contain;
-3. else, for words the user did not quote, the one title sharing the most content words with
-   them (stems compared, so "washed"/"wash", "mowed"/"mow" meet), at least one and more than
-   any other title. Quoted words are a title the user spelled out: no fuzzy match for them.
+1. a title equal to the words (case-insensitive), when only one task has it;
+2. else, for words the user did not quote, the one title whose every content word the words
+   use (stems compared, so "washed"/"wash", "paid"/"pay" meet): the words fully cover it.
 
-No match leaves the user's words as the argument, so the tool's own error says the task was not
-found and the item is cancelled with it (nothing is completed by a guess).
+Nothing else is a match: never a title that merely contains the words (a short word or a
+pronoun such as "it" is inside many titles), never the nearest of several. Titles that share
+words with them are the ``candidates`` the harness asks the user to choose from
+(``agent.prompting.compact_tools``); with none, the item says no task has that name. An action
+that cannot be taken back is never made on a guess (issue 40).
 
 The lookup call's id starts with ``LOOKUP_CALL_PREFIX``, so its result is not taken for the
 item's action (``agent.prompting.compact_tools`` closes an item once its action returned).
@@ -133,7 +134,42 @@ def _listed(message: ToolMessage) -> list[dict[str, Any]]:
     return [task for task in tasks if isinstance(task, dict) and "title" in task]
 
 
+IRREGULAR_PAST = {
+    "paid": "pay",
+    "bought": "buy",
+    "did": "do",
+    "done": "do",
+    "made": "make",
+    "went": "go",
+    "took": "take",
+    "sent": "send",
+    "wrote": "write",
+    "written": "write",
+    "got": "get",
+    "gave": "give",
+    "ran": "run",
+    "sold": "sell",
+    "told": "tell",
+    "found": "find",
+    "brought": "bring",
+    "fed": "feed",
+    "met": "meet",
+    "kept": "keep",
+    "spent": "spend",
+    "built": "build",
+    "drove": "drive",
+    "ate": "eat",
+    "rang": "ring",
+    "swept": "sweep",
+    "hung": "hang",
+    "read": "read",
+}
+"""Past forms a user reports a task done with ("I paid the bill") that no suffix rule meets."""
+
+
 def _stem(word: str) -> str:
+    if word in IRREGULAR_PAST:
+        return IRREGULAR_PAST[word]
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -148,28 +184,45 @@ def content_stems(text: str) -> set[str]:
     return {_stem(word) for word in _WORD.findall(text.casefold()) if word not in _STOP_WORDS}
 
 
+def _normal(text: str) -> str:
+    return " ".join(str(text).casefold().split())
+
+
 def matching_task(
     words: str, tasks: Sequence[Mapping[str, Any]], *, quoted: bool
 ) -> Mapping[str, Any] | None:
-    """The listed task ``words`` name, by the rules of the module docstring, or None."""
-    said = " ".join(words.casefold().split())
-    titles = [(task, " ".join(str(task["title"]).casefold().split())) for task in tasks]
-    exact = [task for task, title in titles if title == said]
+    """The one listed task ``words`` name without doubt, by the rules of the module
+    docstring, or None."""
+    said = _normal(words)
+    exact = [task for task in tasks if _normal(task["title"]) == said]
     if exact:
-        return exact[0]
-    within = [task for task, title in titles if said and (said in title or title in said)]
-    if len(within) == 1:
-        return within[0]
-    if quoted or within:
+        return exact[0] if len(exact) == 1 else None
+    if quoted:
         return None
     stems = content_stems(words)
-    scores = sorted(
-        ((len(stems & content_stems(title)), index) for index, (_, title) in enumerate(titles)),
-        reverse=True,
-    )
-    if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
-        return None
-    return titles[scores[0][1]][0]
+    covered = [
+        task for task in tasks if (title := content_stems(str(task["title"]))) and title <= stems
+    ]
+    return covered[0] if len(covered) == 1 else None
+
+
+def candidate_tasks(
+    words: str, tasks: Sequence[Mapping[str, Any]], limit: int = 10
+) -> list[Mapping[str, Any]]:
+    """The listed tasks ``words`` may mean when they name none without doubt: the titles they
+    equal (several tasks may share one), else those sharing a content word with them, the
+    most shared first. What the harness offers the user to choose from."""
+    said = _normal(words)
+    exact = [task for task in tasks if _normal(task["title"]) == said]
+    if exact:
+        return exact[:limit]
+    stems = content_stems(words)
+    shared = [
+        (len(stems & content_stems(str(task["title"]))), index, task)
+        for index, task in enumerate(tasks)
+    ]
+    ranked = sorted((item for item in shared if item[0] > 0), key=lambda item: (-item[0], item[1]))
+    return [task for _, _, task in ranked[:limit]]
 
 
 def task_reference(task: Mapping[str, Any]) -> str:

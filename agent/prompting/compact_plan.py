@@ -18,19 +18,24 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from agent.prompting.compact_lookup import content_stems
 from agent.prompting.request_steps import (
     MAX_PHRASE,
     QUOTED,
     RequestStep,
     core_phrase,
+    negated,
     referents_wanted,
     refers_back,
+    retraction,
     verb_at_start,
 )
 from agent.tool_names import (
     AGENT_TYPE_METADATA,
     CONTINUE_OPEN_TODOS,
     DELEGATED_TOOLS_METADATA,
+    LOOKUP_TOOL_METADATA,
+    REQUEST_SUBJECT_METADATA,
     REQUEST_VERBS_METADATA,
 )
 from storage.models import TurnTodo
@@ -113,6 +118,7 @@ def _stand_in(name: str, about: Mapping[str, Any]) -> BaseTool:
         description=str(about.get("description") or name),
         metadata={
             REQUEST_VERBS_METADATA: tuple(about.get("verbs", ())),
+            REQUEST_SUBJECT_METADATA: about.get("subject"),
             AGENT_TYPE_METADATA: about["agentType"],
         },
     )
@@ -125,19 +131,27 @@ def _verbs(tool: BaseTool) -> tuple[str, ...]:
 
 def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, str]:
     """The steps whose tool is known without the model: a heading is no action; a step whose
-    words start with one tool's verb is that tool's; a step without a verb takes the tool of
-    the words it follows ("add milk and eggs": eggs are added too)."""
+    words start with one tool's verb is that tool's (a verb that needs its subject only in a
+    step about it: ``REQUEST_SUBJECT_METADATA``); a step without a verb takes the tool of the
+    words it follows ("add milk and eggs": eggs are added too). A negated step ("don't add
+    anything") or a correction ("never mind the plants", "no, don't") is no action, and takes
+    back the earlier steps it names (``_take_back``)."""
     decided: dict[str, str] = {}
-    for step in steps:
+    for index, step in enumerate(steps):
         if step.heading:
             decided[step.words] = NOT_AN_ACTION
+            continue
+        undo = _correction(step, tools)
+        if undo is not None:
+            decided[step.words] = NOT_AN_ACTION
+            _take_back(steps[:index], decided, *undo)
             continue
         # A step that quotes what to act on ("continue adding 'x'") is about that, not about
         # the plan earlier turns left open.
         offered = [t for t in tools if t.name != CONTINUE_OPEN_TODOS] if step.quoted else tools
-        named = _named_by_longest_verb(step.words, offered)
+        named = _named_by_longest_verb(step.words, offered, step.quoted)
         if not named and step.follows:
-            named = _named_by_longest_verb(step.follows, offered)
+            named = _named_by_longest_verb(step.follows, offered, step.quoted)
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
                 named = [inherited]
@@ -148,13 +162,77 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
     return decided
 
 
-def _named_by_longest_verb(words: str, tools: Sequence[BaseTool]) -> list[str]:
+def _correction(step: RequestStep, tools: Sequence[BaseTool]) -> tuple[str | None, str] | None:
+    """What a negated or correcting step takes back: the tool it names (None: any) and the
+    words of what it names ("" or a pointing word: the last thing asked), or None when the step
+    is neither."""
+    rest = negated(step.words)
+    if rest is None:
+        rest = retraction(step.words)
+        return None if rest is None else (None, rest)
+    named = _named_by_longest_verb(rest, tools, quoted=True)
+    tool = named[0] if len(named) == 1 else None
+    verb = verb_at_start(rest, _verbs(next(t for t in tools if t.name == tool))) if tool else None
+    return tool, core_phrase(RequestStep(rest, rest, False, rest), verb) if verb else rest
+
+
+_ANYTHING = re.compile(r"^(?:anything|any|everything|all|any of (?:it|them|that))\b", re.I)
+
+
+def _take_back(
+    before: Sequence[RequestStep], decided: dict[str, str], tool: str | None, words: str
+) -> None:
+    """Mark as no action the earlier steps a correction names: with words, those of ``tool``
+    (any tool when None) whose target shares a content word with them; with nothing or a
+    pointing word ("no, don't", "scratch that"), the last action asked; with "anything", every
+    earlier step of ``tool``."""
+    actions = [step for step in before if decided.get(step.words) not in (None, NOT_AN_ACTION)]
+    if tool is not None:
+        actions = [step for step in actions if decided[step.words] == tool]
+    if _ANYTHING.match(words):
+        chosen = actions
+    elif not words or refers_back(words):
+        chosen = actions[-1:]
+    else:
+        stems = content_stems(words)
+        chosen = [step for step in actions if stems & content_stems(core_phrase(step))]
+    for step in chosen:
+        decided[step.words] = NOT_AN_ACTION
+
+
+def _named_by_longest_verb(
+    words: str, tools: Sequence[BaseTool], quoted: bool = False
+) -> list[str]:
     """The tools whose verb ``words`` start with, keeping only those with the longest such
     verb: "finish the rest" is a continuation, not "finish" (complete) on "the rest"; "mark as
-    not done" reopens, not "mark"."""
-    matched = {tool.name: verb_at_start(words, _verbs(tool)) for tool in tools}
+    not done" reopens, not "mark". A verb that names its tool only in a step about the tool's
+    subject counts only in such a step, or one that quotes a title (``quoted``)."""
+    matched = {tool.name: _verb_for(words, tool, quoted) for tool in tools}
     longest = max((len(verb) for verb in matched.values() if verb), default=0)
     return [name for name, verb in matched.items() if verb and len(verb) == longest]
+
+
+def _verb_for(words: str, tool: BaseTool, quoted: bool) -> str | None:
+    """The verb of ``tool`` that ``words`` start with, counting a verb that needs the tool's
+    subject only when the rest of the words are about it (or the step quotes a title)."""
+    verbs = _verbs(tool)
+    subject = (tool.metadata or {}).get(REQUEST_SUBJECT_METADATA)
+    if quoted or not isinstance(subject, Mapping):
+        return verb_at_start(words, verbs)
+    needing = set(subject.get("verbs", ()))
+    found = [verb_at_start(words, [verb for verb in verbs if verb not in needing])]
+    weak = verb_at_start(words, [verb for verb in verbs if verb in needing])
+    pattern = str(subject.get("pattern") or "")
+    if weak is not None and pattern and re.search(pattern, _after(words, weak), re.IGNORECASE):
+        found.append(weak)
+    return max((verb for verb in found if verb), key=len, default=None)
+
+
+def _after(words: str, verb: str) -> str:
+    """The words after ``verb`` (where a step starts with it), else all of them."""
+    text = " ".join(words.split())
+    at = text.casefold().find(verb.casefold())
+    return text[at + len(verb) :] if at >= 0 else text
 
 
 _WORDS = re.compile(r"[a-z0-9']+")
@@ -220,11 +298,17 @@ def plan_steps_tool(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> 
 
 
 def plan_items(
-    steps: Sequence[RequestStep], chosen: Mapping[str, Any], tools: Sequence[BaseTool] = ()
+    steps: Sequence[RequestStep],
+    chosen: Mapping[str, Any],
+    tools: Sequence[BaseTool] = (),
+    earlier: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The ``create_todo`` items for the steps given a tool: the title in the user's words
     (what to add, for an added task), the planned action in the row's context. Two steps that
-    would do the same thing to the same words are one item."""
+    would do the same thing to the same words are one item. A pointing word ("it", "both")
+    means what was named before it in the request, else what the previous turn named
+    (``earlier``), only when that is exactly as many things (``_referents``); otherwise it
+    stays as said, and the act step asks which task it means, never searching titles for it."""
     verbs = {tool.name: _verbs(tool) for tool in tools}
     workers = {tool.name: agent_type(tool) for tool in tools}
     items: list[dict[str, Any]] = []
@@ -234,49 +318,82 @@ def plan_items(
         if not isinstance(tool, str) or tool in (NOT_AN_ACTION, CONTINUE_OPEN_TODOS):
             continue  # no item: a continuation's items are the rows it copies
         target = core_phrase(step, verb_at_start(step.phrase, verbs.get(tool, ())))
-        if (tool, target.casefold()) in seen or (tool.startswith("add") and refers_back(target)):
-            # "add each of them as a task" adds the items already planned, nothing new.
-            continue
+        creates = tool.startswith("add")
         targets = [target]
-        if refers_back(target):
-            # "I paid the bill, tick it off": "it" is the words before, never a title to
-            # search for ("it" is part of "electricity"); "check both off" acts on the two
-            # things said before it, each an item of its own.
-            targets = _referents(steps[:index], chosen, referents_wanted(target)) or targets
+        if not step.quoted and refers_back(target):
+            # "I paid the bill, tick it off": "it" is the words before; "check both off" acts
+            # on the two things said before it, each an item of its own.
+            found = _referents(steps[:index], chosen, verbs, referents_wanted(target), earlier)
+            if found is None and creates:
+                continue  # "add them" with nothing to add: no item
+            targets = found or targets
         for target in targets:
             if (tool, target.casefold()) in seen:
                 continue
             seen.add((tool, target.casefold()))
-            creates = tool.startswith("add")
             if creates or not step.quoted:
                 title = target if creates else step.phrase
-                if len(targets) > 1:  # "check both off" twice would not say which is which
+                if len(targets) > 1 and not creates:  # "check both off" twice: which is which
                     title = f"{step.phrase}: {target}"
             else:
                 title = f"{tool.replace('_', ' ')} '{step.phrase}'"
             action = PlannedAction(tool, target, step.words)
-            item: dict[str, Any] = {"title": title[:MAX_PHRASE], "context": action.as_context()}
+            item: dict[str, Any] = {"title": _shown(title), "context": action.as_context()}
             if workers.get(tool):
                 item["agentType"] = workers[tool]  # a worker's tool: the item is delegated
             items.append(item)
     return items
 
 
+def _shown(title: str) -> str:
+    """A row's title: the words as said, cut with an ellipsis past a title's length (the
+    target in the row's context stays whole, so nothing is done to a cut title)."""
+    return title if len(title) <= MAX_PHRASE else title[: MAX_PHRASE - 1] + "\u2026"
+
+
 def _referents(
-    before: Sequence[RequestStep], chosen: Mapping[str, Any], wanted: int | None
-) -> list[str]:
-    """What a pointing word means: the nearest earlier steps that are no action of their own,
-    ``wanted`` of them ("it" one, "both" two), or all of them back to the last action ("them"),
-    in the order they were said."""
-    found: list[str] = []
+    before: Sequence[RequestStep],
+    chosen: Mapping[str, Any],
+    verbs: Mapping[str, Sequence[str]],
+    wanted: int | None,
+    earlier: Sequence[str] = (),
+) -> list[str] | None:
+    """What a pointing word means: the things named by the nearest run of earlier steps of one
+    kind (the same tool, or no action: "I washed the car and mowed the lawn"), else what the
+    previous turn named; ``wanted`` of them exactly ("it" one, "both" two) or all ("them").
+    None when that is not exactly the number the word counts: the harness never picks."""
+    named: list[str] = []
+    kind: object = None
     for step in reversed(before):
-        if step.heading:
+        if step.heading or negated(step.words) is not None or retraction(step.words) is not None:
             continue
-        if chosen.get(step.words) not in (None, NOT_AN_ACTION):
-            if found:
-                break  # "them" reaches back to the last action, no further
-            continue
-        found.insert(0, core_phrase(step))
-        if wanted is not None and len(found) == wanted:
+        tool = chosen.get(step.words, NOT_AN_ACTION)
+        if named and tool != kind:
             break
+        kind = tool
+        verb = verb_at_start(step.phrase, list(verbs.get(str(tool), ()))) if tool else None
+        target = core_phrase(step, verb)
+        if not refers_back(target):
+            named.insert(0, target)
+    found = named or list(earlier)
+    if not found or (wanted is not None and len(found) != wanted):
+        return None
     return found
+
+
+def named_tasks(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> list[str]:
+    """The tasks a request named for its actions (what "it" or "them" means in the next turn):
+    the targets of its last run of steps that add or act on one task, quoted or said."""
+    decided = steps_by_verb(steps, tools)
+    acting = {tool.name for tool in tools if tool.name.startswith("add")}
+    acting |= {tool.name for tool in tools if (tool.metadata or {}).get(LOOKUP_TOOL_METADATA)}
+    named: list[str] = []
+    last = None
+    for item in plan_items(steps, decided, tools):
+        action = planned_action(TurnTodo(id="", title="", context=item["context"]))
+        if action is None or action.tool not in acting or refers_back(action.target):
+            continue
+        if action.tool != last:
+            named, last = [], action.tool
+        named.append(action.target)
+    return named

@@ -53,12 +53,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent.prompting.compact_lookup import (
+    candidate_tasks,
     is_lookup,
     looked_up,
     lookup_call,
@@ -72,6 +79,7 @@ from agent.prompting.compact_plan import (
     PLAN_TOOL,
     PlannedAction,
     agent_type,
+    named_tasks,
     plan_items,
     plan_steps_tool,
     planned_action,
@@ -80,8 +88,22 @@ from agent.prompting.compact_plan import (
     steps_by_verb,
     whole_request_items,
 )
-from agent.prompting.request_steps import QUOTED, RequestStep, request_steps, verb_at_start
-from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, CONTINUE_VERBS, TODO_TOOL_NAMES
+from agent.prompting.request_steps import (
+    QUOTED,
+    RequestStep,
+    is_conversation,
+    refers_back,
+    request_steps,
+    retraction,
+    verb_at_start,
+)
+from agent.tool_names import (
+    ASK_USER,
+    CONTINUE_OPEN_TODOS,
+    CONTINUE_VERBS,
+    LOOKUP_TOOL_METADATA,
+    TODO_TOOL_NAMES,
+)
 from agent.turn.outcome import plan_finished_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -91,6 +113,11 @@ MAX_STRING_LENGTH = 120
 
 MAX_LISTING_LENGTH = 1500
 """Cap on a list step's outcome, which names every task listed (the answer shows it)."""
+
+MAX_QUESTION_OPTIONS = 20
+"""Tasks offered as answers to the harness's question at most (``ask_user``'s own cap)."""
+MAX_OPTION_LENGTH = 200
+"""An option's length at most (``ask_user``'s own cap)."""
 
 ACTION_ATTEMPTS = 2
 """Failed actions on one item before the model must close it (completed or cancelled)."""
@@ -169,7 +196,8 @@ def compact_tool(tool: BaseTool, *, todo_id: str | None = None) -> dict[str, Any
 def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
     """Results of non-todo tools after the newest todo-tool result or user message (the
     current item's work, or a direct action's in a turn without a plan), newest first. The
-    harness's lookups (``agent.prompting.compact_lookup``) are no action and are left out."""
+    harness's lookups (``agent.prompting.compact_lookup``) and the user's answers to its
+    questions (which task they mean) are no action and are left out."""
     results: list[ToolMessage] = []
     for message in reversed(history):
         if isinstance(message, HumanMessage):
@@ -177,7 +205,7 @@ def _since_last_todo_result(history: Sequence[AnyMessage]) -> list[ToolMessage]:
         if isinstance(message, ToolMessage):
             if message.name in TODO_TOOL_NAMES or message.name == CONTINUE_OPEN_TODOS:
                 break
-            if not is_lookup(message):
+            if not is_lookup(message) and message.name != ASK_USER:
                 results.append(message)
     return results
 
@@ -293,6 +321,8 @@ class StepBinding:
     plan_history: tuple[AnyMessage, ...] = ()
     """The turn so far, for a lone step the model names and the harness then does (its lookup
     result, once made, is there)."""
+    plan_can_ask: bool = False
+    """Whether that lone step may ask the user which task they mean (``ask_user`` is bound)."""
 
 
 def _tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
@@ -321,7 +351,11 @@ def step_binding(
         steps = tuple(request_steps(request))
         if steps and domain_tools and "create_todo" in by_name:
             return _plan_binding(
-                steps, planning_tools(domain_tools), required_tool == "create_todo", history
+                steps,
+                planning_tools(domain_tools),
+                required_tool == "create_todo",
+                history,
+                can_ask=ASK_USER in by_name,
             )
         if required_tool is not None:
             return StepBinding(
@@ -366,7 +400,17 @@ def step_binding(
             reply=_tool_call_message("complete_todo", args),
         )
     if planned is not None and planned.tool in by_name:
-        return _planned_action_binding(by_name[planned.tool], planned, domain_tools, history)
+        unconfirmed = _unconfirmed(by_name[planned.tool], current, planned, history, request)
+        if unconfirmed is not None:
+            return unconfirmed
+        return _planned_action_binding(
+            by_name[planned.tool],
+            planned,
+            domain_tools,
+            history,
+            todo_id=current.id,
+            can_ask=ASK_USER in by_name,
+        )
     if planned is not None and current.agentType and DELEGATE in by_name:
         # A worker's tool: the harness hands the item to the worker its row names.
         reply = _tool_call_message(DELEGATE, {"todoId": current.id})
@@ -381,6 +425,8 @@ def _direct_action(
     items: Sequence[Mapping[str, Any]],
     tools: Sequence[BaseTool],
     history: Sequence[AnyMessage] = (),
+    *,
+    can_ask: bool = False,
 ) -> AIMessage | None:
     """The call of a lone item whose arguments the user's words fix, made without a plan."""
     if len(items) != 1:
@@ -389,7 +435,8 @@ def _direct_action(
     by_name = {tool.name: tool for tool in tools}
     if action is None or action.tool not in by_name or agent_type(by_name[action.tool]):
         return None
-    return _planned_action_binding(by_name[action.tool], action, tools, history).reply
+    binding = _planned_action_binding(by_name[action.tool], action, tools, history, can_ask=can_ask)
+    return binding.reply
 
 
 def direct_answer(history: Sequence[AnyMessage]) -> str:
@@ -405,12 +452,18 @@ def _planned_action_binding(
     planned: PlannedAction,
     tools: Sequence[BaseTool] = (),
     history: Sequence[AnyMessage] = (),
+    *,
+    todo_id: str | None = None,
+    can_ask: bool = False,
 ) -> StepBinding:
     """The act step of an item whose tool the plan chose: only that tool, its first free text
     argument the item's target, any other the other quoted words of its clause. When that
     leaves the model no choice, the harness makes the call itself. A tool that acts on one
     listed task first gets the list (its lookup tool, called by the harness), and its target is
-    the id of the task the user's words match (``agent.prompting.compact_lookup``)."""
+    the id of the task the user's words name without doubt (``agent.prompting.compact_lookup``);
+    when they name none, the harness asks which (``can_ask``: ``ask_user`` is bound) or says
+    plainly that nothing was changed. ``todo_id`` is the item in progress (None: a one-step
+    request done without a plan), which such an outcome closes as cancelled."""
     definition = compact_tool(tool)
     parameters = definition["function"]["parameters"]
     quotes = planned.clause_quotes
@@ -422,9 +475,10 @@ def _planned_action_binding(
         if listed is None:
             reply = lookup_call(lister)
             return StepBinding("act", [], lister.name, ACTION_MAX_TOKENS, reply=reply)
-        task = matching_task(target, listed, quoted=target in quotes)
-        if task is not None:
-            target = task_reference(task)
+        chosen = _chosen_task(target, listed, target in quotes, history, todo_id, can_ask)
+        if isinstance(chosen, StepBinding):
+            return chosen
+        target = task_reference(chosen)
     if others:
         # The clause quotes a second phrase ("rename 'a' to 'b'"): the first optional free
         # text argument (a new title) takes it; the compact schema drops optional ones.
@@ -458,6 +512,148 @@ def _planned_action_binding(
     return StepBinding("act", [definition], tool.name, ACTION_MAX_TOKENS)
 
 
+ASK_CALL_PREFIX = "call_which_"
+"""The start of the tool-call id of the harness's question which task the user means."""
+
+
+def _asked_answer(history: Sequence[AnyMessage]) -> str | None:
+    """The user's answer to the harness's question for the current item (after its lookup),
+    or None when none was asked yet."""
+    for message in reversed(history):
+        if isinstance(message, HumanMessage):
+            return None
+        if isinstance(message, ToolMessage):
+            if message.name == ASK_USER:
+                return message.text
+            if message.name in TODO_TOOL_NAMES or is_lookup(message):
+                return None
+    return None
+
+
+def _picked(answer: str, candidates: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The candidate the user's answer picks: its title (the options are the titles), the
+    words of one title, or its number in the list; None for anything else."""
+    text = answer.strip().strip("'\"").strip()
+    if text.isdigit() and 1 <= int(text) <= len(candidates):
+        return candidates[int(text) - 1]
+    return matching_task(text, candidates, quoted=False)
+
+
+def _chosen_task(
+    target: str,
+    listed: Sequence[Mapping[str, Any]],
+    quoted: bool,
+    history: Sequence[AnyMessage],
+    todo_id: str | None,
+    can_ask: bool,
+) -> Mapping[str, Any] | StepBinding:
+    """The listed task the item acts on, or the step that asks the user which one, or the
+    step that says nothing was changed. A word that points back ("it") is never searched for
+    among the titles: if the plan could not say what it means, the user is asked."""
+    pointing = refers_back(target)
+    task = None if pointing else matching_task(target, listed, quoted=quoted)
+    if task is not None:
+        return task
+    candidates = (
+        list(listed[:MAX_QUESTION_OPTIONS]) if pointing else candidate_tasks(target, listed)
+    )
+    answer = _asked_answer(history)
+    if answer is not None:
+        picked = _picked(answer, candidates)
+        if picked is not None:
+            return picked
+    if not candidates:
+        return _not_done(render_prompt("no_such_task", words=target), todo_id)
+    if answer is None and can_ask:
+        titles = [str(task["title"])[:MAX_OPTION_LENGTH] for task in candidates]
+        question = render_prompt("which_task", words=target).strip()
+        call_id = f"{ASK_CALL_PREFIX}{uuid.uuid4().hex[:20]}"
+        reply = AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": ASK_USER,
+                    "args": {"question": question, "options": titles},
+                    "id": call_id,
+                }
+            ],
+        )
+        return StepBinding("act", [], ASK_USER, ACTION_MAX_TOKENS, reply=reply)
+    named = ", ".join(f"'{task['title']}'" for task in candidates)
+    return _not_done(render_prompt("task_not_chosen", words=target, candidates=named), todo_id)
+
+
+def _not_done(outcome: str, todo_id: str | None) -> StepBinding:
+    """The step that ends an action the harness would not make: the item cancelled with the
+    reason, or, for a request done without a plan, the answer saying it."""
+    outcome = outcome.strip()
+    if todo_id is not None:
+        args = {"todoId": todo_id, "outcome": outcome, "status": "cancelled"}
+        reply = _tool_call_message("complete_todo", args)
+        return StepBinding("close", [], "complete_todo", ACTION_MAX_TOKENS, reply=reply)
+    answer = AIMessage(content=render_prompt("direct_failed", outcome=outcome))
+    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=answer)
+
+
+CONFIRM_CALL_PREFIX = "call_confirm_"
+"""The start of the tool-call id of the harness's question whether to make a stored action."""
+YES = re.compile(r"^(?:y|yes|yeah|yep|ok|okay|sure|go ahead|do it|please do|1)\b", re.IGNORECASE)
+
+
+def _from_request(planned: PlannedAction, request: str) -> bool:
+    """Whether the user's words of this turn hold the words the action was planned from."""
+    said = " ".join(planned.clause.split()).casefold()
+    return bool(said) and said in " ".join(request.split()).casefold()
+
+
+def _unconfirmed(
+    tool: BaseTool,
+    current: TurnTodo,
+    planned: PlannedAction,
+    history: Sequence[AnyMessage],
+    request: str,
+) -> StepBinding | None:
+    """The step that asks the user before an action that cannot be taken back when the words
+    it was planned from are not this turn's (a row continued from an earlier turn, or written
+    by anyone but this request's plan): stored text is never an order. None when the action
+    may go on: it can be taken back (adding, listing), it comes from this request, or the user
+    said yes; a "no" (or no way to ask) closes the item, nothing changed."""
+    if not (tool.metadata or {}).get(LOOKUP_TOOL_METADATA):
+        return None  # it acts on no existing task: what it does can be taken back
+    if _from_request(planned, request):
+        return None
+    action = f"{planned.tool} on '{planned.target}'"
+    answer = next(
+        (
+            message.text
+            for message in reversed(_since_human(history))
+            if isinstance(message, ToolMessage)
+            and message.tool_call_id.startswith(CONFIRM_CALL_PREFIX)
+        ),
+        None,
+    )
+    if answer is not None and YES.match(answer.strip()):
+        return None
+    if answer is None:
+        question = render_prompt("confirm_stored_action", title=current.title, action=action)
+        call = {
+            "name": ASK_USER,
+            "args": {"question": question.strip(), "options": ["yes", "no"]},
+            "id": f"{CONFIRM_CALL_PREFIX}{uuid.uuid4().hex[:20]}",
+        }
+        reply = AIMessage(content="", tool_calls=[call])
+        return StepBinding("act", [], ASK_USER, ACTION_MAX_TOKENS, reply=reply)
+    return _not_done(f"not confirmed ({action}); nothing was changed", current.id)
+
+
+def _since_human(history: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages after the newest user message (the turn's own work)."""
+    for index in range(len(history) - 1, -1, -1):
+        if isinstance(history[index], HumanMessage):
+            return list(history[index + 1 :])
+    return list(history)
+
+
 def _is_free_string(schema: Mapping[str, Any]) -> bool:
     return schema.get("type") == "string" and "enum" not in schema and "const" not in schema
 
@@ -467,6 +663,8 @@ def _plan_binding(
     tools: Sequence[BaseTool],
     required: bool,
     history: Sequence[AnyMessage] = (),
+    *,
+    can_ask: bool = False,
 ) -> StepBinding:
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
@@ -495,8 +693,9 @@ def _plan_binding(
             plan_required=required,
             plan_tools=tuple(tools),
             plan_history=tuple(history),
+            plan_can_ask=can_ask,
         )
-    items = plan_items(steps, decided, tools)
+    items = plan_items(steps, decided, tools, previous_turn_tasks(history, tools))
     if continues(steps, decided):
         reply = continuation_message(items)
         return StepBinding("plan", [], CONTINUE_OPEN_TODOS, PLAN_MAX_TOKENS, reply=reply)
@@ -505,7 +704,9 @@ def _plan_binding(
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
         action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
         if action is not None and action.tool in by_name and not agent_type(by_name[action.tool]):
-            return _planned_action_binding(by_name[action.tool], action, tools, history)
+            return _planned_action_binding(
+                by_name[action.tool], action, tools, history, can_ask=can_ask
+            )
     if items or required:
         return StepBinding(
             "plan",
@@ -524,9 +725,36 @@ def _plan_binding(
             ANSWER_MAX_TOKENS,
             reply=AIMessage(load_prompt("nothing_to_continue")),
         )
+    return _no_action_answer(steps, tools)
+
+
+def _no_action_answer(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> StepBinding:
+    """The answer to a request none of whose steps is an action: a question or small talk is
+    the model's to answer in its own words (no tools); a request that only took something back
+    ("forget it", "never mind") changed nothing and says so; anything else no tool does is
+    said plainly."""
+    if any(retraction(step.words) is not None for step in steps):
+        reply = AIMessage(content=load_prompt("nothing_changed"))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+    if is_conversation(" ".join(step.clause for step in steps)):
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     names = ", ".join(tool.name for tool in tools)
     reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+
+
+def previous_turn_tasks(history: Sequence[AnyMessage], tools: Sequence[BaseTool]) -> list[str]:
+    """The tasks the thread's previous request named (``named_tasks``): what "it" or "both"
+    may mean in this one when this one names nothing before them. Only the user's own words
+    count, never task titles, tool results or answers."""
+    requests = [
+        message
+        for message in history
+        if isinstance(message, HumanMessage) and not message.name and message.text.strip()
+    ]
+    if len(requests) < 2:
+        return []
+    return named_tasks(request_steps(requests[-2].text), tools)
 
 
 def continues(steps: Sequence[RequestStep], decided: Mapping[str, Any]) -> bool:
@@ -683,7 +911,8 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
         reply = binding.reply
         return RunnableLambda(lambda _prompt: reply)
     if not binding.tools:
-        return model.bind(temperature=TEMPERATURE, max_tokens=binding.max_tokens)
+        free = model.bind(temperature=TEMPERATURE, max_tokens=binding.max_tokens)
+        return _conversation(free) if binding.phase == "answer" else free
     bound = model.bind_tools(
         binding.tools,
         tool_choice=binding.tool_choice,
@@ -695,6 +924,34 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
     if binding.tool_choice == DISPATCH_TOOL:
         return bound | RunnableLambda(unwrap_dispatch)
     return bound
+
+
+def conversation_prompt(prompt: Any) -> list[AnyMessage]:
+    """The prompt of a question or small talk no tool does: the conversation's own short
+    system prompt (``prompts/compact_conversation.md``) and the user's messages of the window,
+    without the planning instructions, which a small model answered by echoing the request."""
+    messages = prompt.to_messages() if hasattr(prompt, "to_messages") else list(prompt)
+    said = [message for message in messages if isinstance(message, HumanMessage)]
+    return [SystemMessage(content=load_prompt("compact_conversation")), *said[-1:]]
+
+
+def _conversation(free: Any) -> Any:
+    """The model's own answer to a question or small talk, with its short prompt; a reply that
+    only repeats the user's words or says nothing is no answer (the embedded 270M model, asked
+    "What is 12 times 12?", repeated the question: measured), so the user is told plainly that
+    there is no answer and nothing changed."""
+
+    async def answer(prompt: Any) -> AIMessage:
+        messages = conversation_prompt(prompt)
+        reply = await free.ainvoke(messages)
+        text = reply.text if isinstance(reply, AIMessage) else str(reply)
+        said = " ".join(messages[-1].text.split()).casefold().strip(" ?!.") if messages else ""
+        spoken = " ".join(text.split()).casefold().strip(" ?!.")
+        if not spoken or (said and (said in spoken or spoken in said)):
+            return AIMessage(content=load_prompt("conversation_unanswered"))
+        return reply if isinstance(reply, AIMessage) else AIMessage(content=text)
+
+    return RunnableLambda(answer)
 
 
 def _plan_runnable(
@@ -714,13 +971,13 @@ def _plan_runnable(
         calls = message.tool_calls
         chosen = next((call["args"] for call in calls if call["name"] == PLAN_TOOL), {})
         decided = {**chosen, **binding.plan_decided}
-        items = plan_items(steps, decided, tools)
+        items = plan_items(steps, decided, tools, previous_turn_tasks(binding.plan_history, tools))
         if continues(steps, decided):
             return continuation_message(items)
         if not items and binding.plan_required:
             items = whole_request_items(steps)
         direct = (
-            _direct_action(items, tools, binding.plan_history)
+            _direct_action(items, tools, binding.plan_history, can_ask=binding.plan_can_ask)
             if not binding.plan_required
             else None
         )

@@ -30,14 +30,18 @@ MAX_STEPS = 12
 """Steps offered to the model at most; a longer request keeps its first ones (each step is one
 key of the plan grammar, and the grammar's length is what a small model pays for)."""
 
-MAX_PHRASE = 120
+MAX_PHRASE = 200
+"""A step's words at most (a task title's limit), as the plan grammar's key and a row's title.
+A quoted phrase is never cut: it is one title, whatever its length, and the tool that takes it
+says when it is too long."""
 
 QUOTED = re.compile(
-    r"(?<!\w)'((?:[^'\n]|'(?=\w)){1,120}?)'(?!\w)"
-    '|"([^"]{1,120})"|\u2018([^\u2019]{1,120})\u2019|\u201c([^\u201d]{1,120})\u201d'
+    r"(?<!\w)'((?:[^'\n]|'(?=\w))+?)'(?!\w)"
+    '|"([^"]+)"|\u2018([^\u2019]+)\u2019|\u201c([^\u201d]+)\u201d'
 )
-"""Phrases the user quoted, with straight or curly quotes. A straight single quote inside a
-word is an apostrophe ("Let's", "conversation's", "don't"), neither opening nor closing one."""
+"""Phrases the user quoted, with straight or curly quotes, of any length: their words are a
+title, never read as steps or commands. A straight single quote inside a word is an
+apostrophe ("Let's", "conversation's", "don't"), neither opening nor closing one."""
 _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 _CLAUSE_BREAK = re.compile(
     r"[.;:!?\n]+\s*"
@@ -53,7 +57,7 @@ _FILLER = (
     r"(?:please|pls|kindly|can you|could you|would you|will you|you can|you could|"
     r"i need you to|i want you to|"
     r"i'd like you to|i need to|i want to|i'd like to|let's|let us|go ahead and|now|and|so|"
-    r"ok|okay|hey|hi|hello|thanks|thank you)"
+    r"ok|okay|hey|hi|hello|thanks|thank you|just|only|simply|actually|oh|well|instead)"
 )
 _LEADING_FILLER = re.compile(rf"^(?:{_FILLER}\b[\s,]*)+", re.IGNORECASE)
 _ONLY_FILLER = re.compile(rf"^(?:{_FILLER}\b[\s,.!?]*)+$", re.IGNORECASE)
@@ -141,7 +145,7 @@ def request_steps(request: str) -> list[RequestStep]:
     seen: set[str] = set()
 
     def add(phrase: str, clause: str, is_quoted: bool, words: str, **more: Any) -> None:
-        phrase = phrase.strip()[:MAX_PHRASE]
+        phrase = phrase.strip() if is_quoted else phrase.strip()[:MAX_PHRASE]
         words = words.strip()[:MAX_PHRASE]
         key = words.casefold()
         if phrase and key not in seen and len(steps) < MAX_STEPS:
@@ -284,3 +288,46 @@ def core_phrase(step: RequestStep, verb: str | None = None) -> str:
         return text  # "mark that task done": "that task" points back (``referents_wanted``)
     text = _LEADING_ARTICLE.sub("", text).strip(" ,.;:!?-")
     return text or step.phrase
+
+
+_NEGATED = re.compile(
+    r"^(?:no[,.!]?\s+)?(?:please\s+)?(?:don'?t|do not|never|no need to|not)\b\s*(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_RETRACTION = re.compile(
+    r"^(?:no[,.!]?\s+)?(?:never\s*mind|nevermind|forget about|scratch|skip|"
+    r"forget(?=\s+(?:it|that|this|them|those|all that|everything)\b)|"
+    r"cancel(?=\s+(?:that|this|those)\b))\b\s*(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def negated(words: str) -> str | None:
+    """The words after a negation the step starts with ("don't add anything": "add anything";
+    "no, don't": ""), or None when the step is not negated. A negated step is never an action:
+    it takes back what it names."""
+    match = _NEGATED.match(_LEADING_FILLER.sub("", " ".join(words.split())))
+    return match["rest"].strip(" ,.;:!?") if match else None
+
+
+def retraction(words: str) -> str | None:
+    """What a correction takes back ("never mind the plants": "the plants"; "forget it",
+    "scratch that": "it", "that"), or None when the step is no correction. "forget it" is a
+    correction, never a deletion of a task called "it"."""
+    match = _RETRACTION.match(_LEADING_FILLER.sub("", " ".join(words.split())))
+    return match["rest"].strip(" ,.;:!?") if match else None
+
+
+_CONVERSATION = re.compile(
+    r"^(?:what|who|whom|whose|why|how|when|where|which|is|are|am|was|were|can|could|would|"
+    r"will|should|do|does|did|have|has|tell me|explain|hi|hello|hey|thanks|thank you|"
+    r"good (?:morning|afternoon|evening|night))\b",
+    re.IGNORECASE,
+)
+
+
+def is_conversation(request: str) -> bool:
+    """Whether the request is a question or small talk ("What is 12 times 12?", "Tell me a
+    joke", "Thanks!"): when no step of it is a tool's, the model answers it in its own words."""
+    text = " ".join(request.split())
+    return text.endswith("?") or bool(_CONVERSATION.match(text))

@@ -35,8 +35,13 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
 from pydantic import BeforeValidator, Field
 
-from agent.tool_names import IN_ORDER_METADATA, LOOKUP_TOOL_METADATA, REQUEST_VERBS_METADATA
-from agent.tools.request_verbs import TASK_VERBS
+from agent.tool_names import (
+    IN_ORDER_METADATA,
+    LOOKUP_TOOL_METADATA,
+    REQUEST_SUBJECT_METADATA,
+    REQUEST_VERBS_METADATA,
+)
+from agent.tools.request_verbs import REQUEST_SUBJECT, TASK_VERBS
 from agent.tools.runtime import ToolRuntimeT, record_key, state_value
 from storage.task_files import CallResult, TaskFileCorrupt, TaskFiles, TaskList
 
@@ -278,6 +283,7 @@ def build_conversation_task_tools(tasks_dir: str | Path | None = None) -> list[B
             **(task_tool.metadata or {}),
             IN_ORDER_METADATA: True,
             REQUEST_VERBS_METADATA: verbs[task_tool.name],
+            REQUEST_SUBJECT_METADATA: REQUEST_SUBJECT,
         }
         if task_tool.name not in ("ListTasks", "AddTask"):  # they take an id ListTasks gives
             task_tool.metadata[LOOKUP_TOOL_METADATA] = "ListTasks"

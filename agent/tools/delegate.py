@@ -41,7 +41,11 @@ from langgraph.types import Command
 
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
-from agent.tool_names import DELEGATED_TOOLS_METADATA, REQUEST_VERBS_METADATA
+from agent.tool_names import (
+    DELEGATED_TOOLS_METADATA,
+    REQUEST_SUBJECT_METADATA,
+    REQUEST_VERBS_METADATA,
+)
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
 from agent.turn.blockers import ensure_unblocked
 from agent.turn.budget import extended_budget
@@ -304,6 +308,7 @@ def delegated_tools(registry: WorkerRegistry) -> dict[str, dict[str, Any]]:
                         "agentType": worker.name,
                         "verbs": list(verbs),
                         "description": lines[0] if lines else "",
+                        "subject": (held.metadata or {}).get(REQUEST_SUBJECT_METADATA),
                     }
     return found
 

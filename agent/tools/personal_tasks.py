@@ -25,9 +25,14 @@ from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
 from agent.errors import ErrorCode, ToolFailure
-from agent.tool_names import IN_ORDER_METADATA, LOOKUP_TOOL_METADATA, REQUEST_VERBS_METADATA
+from agent.tool_names import (
+    IN_ORDER_METADATA,
+    LOOKUP_TOOL_METADATA,
+    REQUEST_SUBJECT_METADATA,
+    REQUEST_VERBS_METADATA,
+)
 from agent.tools.audited import TaskToolFunction, audited_task_tool
-from agent.tools.request_verbs import TASK_VERBS
+from agent.tools.request_verbs import REQUEST_SUBJECT, TASK_VERBS
 from agent.tools.runtime import ToolRuntimeT
 from agent.tools.task_lookup import resolve_task
 from storage import Database
@@ -206,6 +211,7 @@ def build_task_tools(database: Database) -> list[BaseTool]:
             **(task_tool.metadata or {}),
             IN_ORDER_METADATA: True,
             REQUEST_VERBS_METADATA: REQUEST_VERBS[task_tool.name],
+            REQUEST_SUBJECT_METADATA: REQUEST_SUBJECT,
         }
         if task_tool.name in LOOKED_UP:  # they find a task by what the user called it
             task_tool.metadata[LOOKUP_TOOL_METADATA] = "list_tasks"

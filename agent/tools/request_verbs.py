@@ -9,6 +9,8 @@ between those two only.
 
 from __future__ import annotations
 
+from typing import Any
+
 TASK_VERBS: dict[str, tuple[str, ...]] = {
     "add": (
         "add",
@@ -61,3 +63,66 @@ TASK_VERBS: dict[str, tuple[str, ...]] = {
     "delete": ("delete", "remove", "drop", "erase", "get rid of", "cancel", "forget"),
     "uncomplete": ("reopen", "unmark", "uncheck", "undo", "mark as not done"),
 }
+
+
+TASK_VERBS_NEEDING_SUBJECT: frozenset[str] = frozenset(
+    {
+        # add: "note that the meeting moved" is no task; "note 'x'" is.
+        "create",
+        "put",
+        "insert",
+        "include",
+        "note",
+        "note down",
+        "write down",
+        "jot down",
+        "remember",
+        # list: "what is 12 times 12?", "tell me a joke" are questions, not listings.
+        "what",
+        "what's",
+        "which",
+        "tell me",
+        "let me see",
+        "give me",
+        "read",
+        "see",
+        "view",
+        "how many",
+        # complete: "finish the report by Friday" is a plan of the user's, not a task closed.
+        "mark",
+        "finish",
+        "close",
+        "tick",
+        "i finished",
+        "i completed",
+        "i did",
+        "i've done",
+        "i have done",
+        "i'm done with",
+        # update: "change my mind", "update me".
+        "change",
+        "update",
+        "edit",
+        "reword",
+        "retitle",
+        # delete: "forget it", "cancel that" take nothing back that was not named.
+        "drop",
+        "cancel",
+        "forget",
+        # uncomplete
+        "undo",
+    }
+)
+"""Verbs that name a task action only in a step about tasks (``TASK_SUBJECT``) or one that
+quotes a title: alone they are everyday words ("what", "note", "tell me", "finish", "forget"),
+and a rule that read them as actions acted on guesses (issue 40)."""
+
+TASK_SUBJECT = (
+    r"\b(?:tasks?|todos?|to-dos?|to do|(?:task |todo |to-do )?list|left|remaining|remain|"
+    r"pending|open|done|complete|completed|finished|everything|all of them)\b"
+)
+"""Words by which a step is about the user's tasks ("show me what is left", "mark X as done",
+"what's on my list")."""
+
+REQUEST_SUBJECT: dict[str, Any] = {"verbs": TASK_VERBS_NEEDING_SUBJECT, "pattern": TASK_SUBJECT}
+"""What the task tools declare under ``agent.tool_names.REQUEST_SUBJECT_METADATA``."""

@@ -15,8 +15,9 @@ The rules, in order:
    ("2024 taxes", "add-beef stew", "deadbeef") do not match.
 3. Anything else is a title, compared case-insensitively (Unicode case folding, done in Python
    because SQLite's ``lower`` only folds ASCII) after trimming. A title equal to the text wins
-   over titles that merely contain it; one match is the task; several are ambiguous and the error
-   names each candidate with its id; none is ``NOT_FOUND``.
+   over titles that contain it as whole words ("report" is in "submit report"; "it" is not in
+   "submit report": part of a word never names a task); one match is the task; several are
+   ambiguous and the error names each candidate with its id; none is ``NOT_FOUND``.
 """
 
 from __future__ import annotations
@@ -87,12 +88,13 @@ def parse_task_identifier(raw: str) -> TaskId | TitleQuery:
 
 def match_title(tasks: Sequence[Task], query: str) -> list[Task]:
     """The tasks ``query`` names: those whose title equals it if any, else those containing it
-    (both case-insensitive)."""
-    needle = query.strip().casefold()
-    exact = [task for task in tasks if task.title.strip().casefold() == needle]
+    as whole words (both case-insensitive)."""
+    needle = " ".join(query.split()).casefold()
+    exact = [task for task in tasks if " ".join(task.title.split()).casefold() == needle]
     if exact:
         return exact
-    return [task for task in tasks if needle in task.title.casefold()]
+    words = re.compile(rf"(?<!\w){re.escape(needle)}(?!\w)")
+    return [task for task in tasks if words.search(" ".join(task.title.split()).casefold())]
 
 
 def _describe(task: Task) -> str:

@@ -1,4 +1,5 @@
-"""A model reply with no text and no tool call is not an answer.
+"""A model reply with no text and no tool call is not an answer, and neither is a tool call
+written out as text that no parser turned into a call.
 
 Why: small local models (the embedded Gemma 3 270M, measured) and some compatible servers return
 empty completions: content ``""`` or null, only whitespace, or only blocks without text (a
@@ -10,6 +11,12 @@ ends the turn ``no_answer`` with a message built from the rows (``no_answer_mess
 from the model. A spent budget with items still open keeps its own honest ending
 (``budget_exhausted``), which already says what was and was not done.
 
+A reply whose text is a tool call the server did not parse (``<tool_call>{...}``, ``<tools>
+<create_todo items=...``, a bare ``{"name": ..., "arguments": ...}``: measured on the packaged
+Qwen2.5-Coder 1.5B) did nothing, yet read as the turn's answer: it is asked again once
+(``prompts/tool_call_as_text.md``), and a second such reply ends the turn ``no_answer`` saying
+so (``prompts/written_tool_call.md``).
+
 Only pure functions of the messages live here, so every path that can answer (``plan``'s
 direct answer, ``execute``, an answer to a reminder or to the approval decision, either prompt
 profile) gets the same rule by going through ``drain``.
@@ -17,14 +24,17 @@ profile) gets the same rule by going through ``drain``.
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 
+from agent.tool_names import TODO_TOOL_NAMES
 from agent.turn.identity import REMINDER_NAME, message_text
-from agent.turn.outcome import no_answer_message
+from agent.turn.outcome import no_answer_message, written_tool_call_message
 from prompts import load_prompt
 from storage.models import TurnTodo
 
@@ -44,11 +54,41 @@ def is_empty_reply(message: BaseMessage | None) -> bool:
     )
 
 
-def answer_required() -> HumanMessage:
-    """The request for a reply after an empty one; named like the reminders, so it never opens
-    a turn (``agent.turn.identity.latest_human_message``)."""
+_MARKUP = re.compile(
+    r"</?tool_call>|<tools>|<function[=\s>]|\[TOOL_CALLS\]|<\|python_tag\|>|<\|tool_call"
+    rf"|^\s*<\s*(?:{'|'.join(sorted(TODO_TOOL_NAMES))})\b",
+    re.IGNORECASE,
+)
+
+
+def is_written_tool_call(message: BaseMessage | None) -> bool:
+    """An AI message without a tool call whose text is one written out: tool-call markup a
+    chat template uses, or, alone, a JSON object with a ``name`` and its ``arguments``."""
+    if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
+        return False
+    text = message_text(message).strip()
+    if _MARKUP.search(text):
+        return True
+    fenced = text.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        value = json.loads(fenced)
+    except ValueError:
+        return False
+    calls = value if isinstance(value, list) else [value]
+    return bool(calls) and all(
+        isinstance(call, dict)
+        and isinstance(call.get("name"), str)
+        and isinstance(call.get("arguments", call.get("parameters")), dict)
+        for call in calls
+    )
+
+
+def answer_required(*, written_call: bool = False) -> HumanMessage:
+    """The request for a reply after an empty one (or one that wrote its tool call as text);
+    named like the reminders, so it never opens a turn
+    (``agent.turn.identity.latest_human_message``)."""
     return HumanMessage(
-        content=load_prompt("answer_required"),
+        content=load_prompt("tool_call_as_text" if written_call else "answer_required"),
         name=REMINDER_NAME,
         id=f"{ANSWER_REQUIRED_ID}{uuid.uuid4()}",
     )
@@ -68,13 +108,19 @@ def after_empty_reply(
     """``drain``'s decision when the newest message is an empty reply (None when it is not):
     ask once more while a call is left, else end the turn ``no_answer``. The caller first
     ends a turn whose budget is spent with items still open as ``budget_exhausted``."""
-    if not messages or not is_empty_reply(messages[-1]):
+    if not messages:
+        return None
+    written = is_written_tool_call(messages[-1])
+    if not written and not is_empty_reply(messages[-1]):
         return None
     asked_again = _asked_again(messages)
     if call_left and not asked_again:
-        return {"messages": [answer_required()]}
-    message = AIMessage(content=no_answer_message(rows, asked_again=asked_again))
-    return {"messages": [message], "turnStatus": "no_answer"}
+        return {"messages": [answer_required(written_call=written)]}
+    if written:
+        text = written_tool_call_message(rows, asked_again=asked_again)
+    else:
+        text = no_answer_message(rows, asked_again=asked_again)
+    return {"messages": [AIMessage(content=text)], "turnStatus": "no_answer"}
 
 
 def without_empty_replies(messages: Sequence[AnyMessage]) -> list[AnyMessage]:

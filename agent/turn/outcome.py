@@ -91,6 +91,19 @@ def no_answer_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
     return _incomplete_plan_message("no_answer", rows, when=when)
 
 
+def written_tool_call_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
+    """The final answer when the model wrote its tool call as text instead of making it, twice
+    in a row (``asked_again``) or on the last allowed call: nothing it wrote was run."""
+    when = (
+        "twice in a row, the second time when asked to make the call"
+        if asked_again
+        else "on the last model call this turn was allowed"
+    )
+    if not rows:
+        return render_prompt("written_tool_call_no_plan", when=when)
+    return _incomplete_plan_message("written_tool_call", rows, when=when)
+
+
 def plan_complete_message(rows: Sequence[TurnTodo]) -> str:
     """The final answer when the last item closed on the turn's last allowed LLM call."""
     return render_prompt("plan_complete", done=_done_lines(rows))

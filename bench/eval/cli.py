@@ -1,7 +1,12 @@
 """``python -m bench.eval``: run the suite's requests on each system and write the results.
 
-    python -m bench.eval --model MODEL [--systems ...] [--repeat K] [--limit N] [--out DIR]
-                         [--requests FILE] [--timeout SECONDS] [--audit-model MODEL]
+    python -m bench.eval [--model MODEL] [--systems ...] [--repeat K] [--limit N] [--out DIR]
+                         [--requests FILE ...] [--part PART] [--class CLASS ...]
+                         [--timeout SECONDS] [--audit-model MODEL]
+
+Without options: every request of ``bench.eval.requests.DEFAULT_CORPUS`` (the README-like suite,
+issue 40's tuning corpus and its untuned part) on ``turnplan-auto`` with the default model
+(``local`` without an API key: the embedded model and the compact profile).
 
 Runs are interleaved (for each request and repeat, every system in turn), so a slow spell of a
 shared machine falls on all systems alike. Every run has a fresh folder; a run that raises or
@@ -26,9 +31,9 @@ from pathlib import Path
 from typing import TextIO
 
 from agent.llm.chat_models import close_chat_models, resolve_model_setting
-from bench.eval.checks import failed_checks
-from bench.eval.report import RunRecord, markdown
-from bench.eval.requests import DEFAULT_REQUESTS, EvalRequest, RequestFileError, load_requests
+from bench.eval.checks import failed_checks, harm_of
+from bench.eval.report import RunRecord, hidden, markdown
+from bench.eval.requests import DEFAULT_CORPUS, PARTS, EvalRequest, RequestFileError, load_corpus
 from bench.eval.systems import (
     DEFAULT_SYSTEMS,
     SYSTEM_NAMES,
@@ -50,12 +55,12 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def run_facts(model: str, requests_file: Path, repeat: int) -> dict[str, str]:
+def run_facts(model: str, requests_files: Sequence[Path], repeat: int) -> dict[str, str]:
     """What the results were measured on, for the head of ``results.md``."""
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "model": model,
-        "requests": str(requests_file),
+        "requests": ", ".join(str(path) for path in requests_files),
         "repeats": str(repeat),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(),
@@ -81,6 +86,8 @@ async def run_one(
     plan_items = 0
     audit = (0, 0)
     status = ""
+    harm: list[str] = []
+    paused = False
     with tempfile.TemporaryDirectory(prefix="turnplan-eval-") as workdir:
         try:
             outcome = await asyncio.wait_for(
@@ -92,6 +99,7 @@ async def run_one(
             error = _reason(failure)
         else:
             checks = failed_checks(request, outcome)
+            harm, paused = harm_of(request, outcome), outcome.paused
             answer, plan_items = outcome.answer, outcome.plan_items
             audit, status = (outcome.audit_calls, outcome.audit_tokens), outcome.turn_status
     seconds = time.perf_counter() - started
@@ -114,16 +122,29 @@ async def run_one(
         turn_status=status,
         audit_calls=audit[0],
         audit_tokens=audit[1],
+        group=request.group,
+        part=request.part,
+        harm=harm,
+        paused=paused,
     )
 
 
-def progress_line(done: int, total: int, record: RunRecord, width: int = 20) -> str:
-    """``[#####-----] 5/20 turnplan-auto add-one ok 12.3 s`` (or the first failed check)."""
+def progress_line(
+    done: int, total: int, record: RunRecord, width: int = 20, show_untuned: bool = False
+) -> str:
+    """``[#####-----] 5/20 turnplan-auto add-one ok 12.3 s`` (or the first failed check and
+    the first harm); an untuned request is shown as ``(untuned)`` with no detail."""
     filled = round(width * done / total) if total else width
-    status = "ok" if record.success else f"FAILED ({record.failed_checks[0]})"
+    secret = hidden(record, show_untuned)
+    status = "ok" if record.success else "FAILED"
+    if not record.success and not secret:
+        status += f" ({record.failed_checks[0]})"
+    if record.harm:
+        status += " HARM" if secret else f" HARM ({record.harm[0]})"
+    name = "(untuned)" if secret else record.request
     return (
         f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {record.system} "
-        f"{record.request} #{record.repeat + 1}: {status} {record.seconds:.1f} s, "
+        f"{name} #{record.repeat + 1}: {status} {record.seconds:.1f} s, "
         f"{record.llm_calls} calls"
     )
 
@@ -138,9 +159,11 @@ async def run_suite(
     out: Path,
     meta: dict[str, str],
     progress: TextIO | None = None,
+    show_untuned: bool = False,
 ) -> list[RunRecord]:
     """Every (request, repeat, system) run, in that order, written to ``out`` as it goes; a
-    line per run on ``progress`` (default: standard error)."""
+    line per run on ``progress`` (default: standard error), untuned requests unnamed unless
+    ``show_untuned``."""
     progress = progress or sys.stderr
     total = len(requests) * repeat * len(systems)
     records: list[RunRecord] = []
@@ -148,23 +171,31 @@ async def run_suite(
         for request in requests:
             for index in range(repeat):
                 for system in systems:
-                    started = f"{len(records) + 1}/{total} {system.name} {request.id} #{index + 1}"
+                    name = (
+                        "(untuned)"
+                        if request.part == "untuned" and not show_untuned
+                        else request.id
+                    )
+                    started = f"{len(records) + 1}/{total} {system.name} {name} #{index + 1}"
                     print(f"... {started}: running", file=progress, flush=True)
                     record = await run_one(system, request, model, index, limit)
                     records.append(record)
-                    print(progress_line(len(records), total, record), file=progress, flush=True)
-                    await asyncio.to_thread(write_results, out, records, meta)
+                    line = progress_line(len(records), total, record, show_untuned=show_untuned)
+                    print(line, file=progress, flush=True)
+                    await asyncio.to_thread(write_results, out, records, meta, show_untuned)
     finally:
         await close_chat_models()
     return records
 
 
-def write_results(out: Path, records: Sequence[RunRecord], meta: dict[str, str]) -> None:
+def write_results(
+    out: Path, records: Sequence[RunRecord], meta: dict[str, str], show_untuned: bool = False
+) -> None:
     (out / "results.json").write_text(
         json.dumps([record.as_dict() for record in records], indent=2, ensure_ascii=False) + "\n",
         encoding="utf-8",
     )
-    (out / "results.md").write_text(markdown(records, meta), encoding="utf-8")
+    (out / "results.md").write_text(markdown(records, meta, show_untuned), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -190,7 +221,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N requests")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the results")
     parser.add_argument(
-        "--requests", type=Path, default=DEFAULT_REQUESTS, help="request file (JSON)"
+        "--requests",
+        type=Path,
+        nargs="+",
+        default=list(DEFAULT_CORPUS),
+        help="request file(s) (JSON); default: the README-like suite and issue 40's corpus, "
+        "both parts",
+    )
+    parser.add_argument("--part", choices=PARTS, help="only the requests of this part")
+    parser.add_argument(
+        "--show-untuned",
+        action="store_true",
+        help="name the untuned requests in the progress and results.md (hidden by default: "
+        "whoever tunes the rules must not read them)",
+    )
+    parser.add_argument(
+        "--class", dest="classes", nargs="+", metavar="CLASS", help="only these classes"
     )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is failed"
@@ -199,9 +245,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.repeat < 1 or (args.limit is not None and args.limit < 1):
         parser.error("--repeat and --limit must be at least 1")
     try:
-        requests = load_requests(args.requests)
+        requests = load_corpus(args.requests)
     except RequestFileError as error:
         parser.error(str(error))
+    if args.part:
+        requests = [r for r in requests if r.part == args.part]
+    if args.classes:
+        requests = [r for r in requests if r.group in args.classes]
+    if not requests:
+        parser.error("no request matches --part/--class")
     requests = requests[: args.limit] if args.limit else requests
     systems = [
         s for s in all_systems(args.audit_model) if s.name in (args.systems or DEFAULT_SYSTEMS)
@@ -220,8 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             limit=args.timeout,
             out=args.out,
             meta=meta,
+            show_untuned=args.show_untuned,
         )
     )
-    print(markdown(records, meta))
+    print(markdown(records, meta, args.show_untuned))
     print(f"written: {args.out / 'results.json'}, {args.out / 'results.md'}", file=sys.stderr)
     return 0

@@ -1,6 +1,8 @@
 """The evaluation's results: one record per run (``results.json``) and the tables
-(``results.md``): per system, success with a 95 % Wilson interval, LLM calls, tokens, tokens per
-completed item and wall time; per request, which checks failed for which system."""
+(``results.md``): per part (tuning, untuned) and class, success and harm (issue 40: a wrong
+change is worse than none, so it is counted apart); per system, success with a 95 % Wilson
+interval, LLM calls, tokens, tokens per completed item and wall time; per request, which checks
+failed for which system and what harm was done."""
 
 from __future__ import annotations
 
@@ -39,6 +41,14 @@ class RunRecord:
     audit_calls: int = 0
     """Calls of the audit model (``Context.audit_model``); ``llm_calls`` counts them too."""
     audit_tokens: int = 0
+    group: str = "README-like"
+    """The request's class."""
+    part: str = "tuning"
+    """The request's part: ``tuning`` or ``untuned`` (held out)."""
+    harm: list[str] = field(default_factory=list)
+    """Changes to the tasks nobody asked for (``bench.eval.checks.harm_of``)."""
+    paused: bool = False
+    """The measured turn ended paused on a question."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,13 +115,22 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
-def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
-    """``results.md``: the run's facts, the table per system, and the failed checks per
-    request and system."""
+def hidden(record: RunRecord, show_untuned: bool) -> bool:
+    """Whether the run's request is kept out of sight: an untuned (held-out) request's id,
+    answer and failed checks would tell whoever tunes the rules what the part asks, and then it
+    is held out no more. Its figures still count in every table."""
+    return record.part == "untuned" and not show_untuned
+
+
+def markdown(records: Sequence[RunRecord], meta: dict[str, str], show_untuned: bool = False) -> str:
+    """``results.md``: the run's facts, the tables per class and per system, and the failed
+    checks per request and system (the untuned part's only with ``show_untuned``)."""
     systems = list(dict.fromkeys(record.system for record in records))
-    requests = list(dict.fromkeys(record.request for record in records))
+    requests = list(dict.fromkeys(r.request for r in records if not hidden(r, show_untuned)))
+    secret = len({r.request for r in records if hidden(r, show_untuned)})
     lines = ["# Evaluation results (`python -m bench.eval`)", ""]
     lines += [f"- {key}: {value}" for key, value in meta.items()]
+    lines += class_lines(records, systems)
     lines += [
         "",
         "## Per system",
@@ -145,8 +164,14 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
             ok = sum(1 for r in runs if r.success)
             cells.append(f"{ok}/{len(runs)}" if runs else "n/a")
         lines.append(f"| {request} | " + " | ".join(cells) + " |")
+    if secret:
+        lines += [
+            "",
+            f"The {secret} untuned requests are counted above but not named here "
+            "(`--show-untuned` names them; `results.json` has every run).",
+        ]
     lines += status_lines(records, systems)
-    failures = [r for r in records if not r.success]
+    failures = [r for r in records if not r.success and not hidden(r, show_untuned)]
     lines += ["", "## Failed checks", ""]
     if not failures:
         lines.append("None: every run passed every check.")
@@ -158,8 +183,53 @@ def markdown(records: Sequence[RunRecord], meta: dict[str, str]) -> str:
             lines.append(f"- **{request}**, {system}:")
             for run in runs:
                 why = "; ".join(run.failed_checks) or run.error
-                lines.append(f"  - run {run.repeat + 1}: {_cell(why)}")
+                harm = f" HARM: {'; '.join(run.harm)}" if run.harm else ""
+                lines.append(f"  - run {run.repeat + 1}: {_cell(why + harm)}")
     return "\n".join(lines) + "\n"
+
+
+def _rates(runs: Sequence[RunRecord]) -> str:
+    """``| runs | success | harm | paused | seconds / run |`` cells of a row."""
+    count = len(runs)
+    ok = sum(1 for r in runs if r.success)
+    harmed = sum(1 for r in runs if r.harm)
+    paused = sum(1 for r in runs if r.paused)
+    seconds = sum(r.seconds for r in runs) / max(count, 1)
+    return (
+        f"{count} | {ok}/{count} ({_percent(ok / count)}) "
+        f"| {harmed}/{count} ({_percent(harmed / count)}) | {paused} | {seconds:.1f} |"
+    )
+
+
+def class_lines(records: Sequence[RunRecord], systems: Sequence[str]) -> list[str]:
+    """Success and harm per system, part and class, each part's total after its classes.
+
+    Harm is a share of runs (a run that made any change nobody asked for), not of changes: one
+    stray deletion is already the failure issue 40 is about."""
+    lines = [
+        "",
+        "## Per part and class: success and harm",
+        "",
+        "| system | part | class | runs | success | harm | paused | seconds / run |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for system in systems:
+        mine = [r for r in records if r.system == system]
+        for part in dict.fromkeys(r.part for r in mine):
+            in_part = [r for r in mine if r.part == part]
+            for group in sorted(dict.fromkeys(r.group for r in in_part)):
+                runs = [r for r in in_part if r.group == group]
+                lines.append(f"| {system} | {part} | {group} | {_rates(runs)}")
+            lines.append(f"| {system} | **{part}** | **all** | {_rates(in_part)}")
+        if len({r.part for r in mine}) > 1:
+            lines.append(f"| {system} | **all** | **all** | {_rates(mine)}")
+    lines += [
+        "",
+        "Success: every check passed. Harm: the run changed the tasks in a way nobody asked "
+        "for (added, completed, reopened, deleted or renamed a task the expectations do not "
+        "name). Paused: the turn ended on a question (`ask_user`).",
+    ]
+    return lines
 
 
 def status_lines(records: Sequence[RunRecord], systems: Sequence[str]) -> list[str]:

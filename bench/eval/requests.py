@@ -36,6 +36,28 @@ A request file is ``{"requests": [...]}``; each request is
   of ``bench.eval.checks.CANNOT_MARKERS``) and the end state must be the setup's.
 - ``expect.plan``: ``"none"`` when a plan is out of place (a trivial request); a system that
   chooses whether to plan fails the check if it made one. ``"any"``: not checked.
+- ``expect.task_tools``: ``"none"`` when no task tool may be called in the measured turn (a
+  question or small talk gets an answer, not a listing); ``"any"`` (default): not checked.
+- ``expect.may_remain``: titles the request itself adds on the way and then changes ("Add
+  'plants' and then rename it to 'water the plants'"): left in the end state, they fail the
+  state check but are no harm (the user did ask for them). A title the user took back ("Add
+  milk. No, don't.") is not one of them.
+- ``expect.may_ask``: a turn that asks instead of acting is right too: one that paused on
+  ``ask_user``, or whose answer is a question, passes when the measured turn changed nothing
+  (from the setup, or the state after the earlier ``turns``) or when its end state is the
+  expected one (it did the clear part, then asked); see ``bench.eval.checks``. Without it a
+  paused turn fails.
+
+Issue 40's corpus adds, all optional:
+
+- ``class``: the request's class in the report (``"harm"``, ``"pronouns"``, ...); default the
+  file's top-level ``"class"``, else ``"README-like"`` (the suite's first requests).
+- ``turns``: earlier user messages on the same thread, sent one turn each before ``request``
+  (the measured turn), so "it" can point into the previous turn. Their effects count in the
+  expected end state; their answers are not checked.
+- a file's top-level ``"part"``: ``"tuning"`` (default; rules may be tuned on it) or
+  ``"untuned"`` (held out: its author's rules are judged on it unseen); the report shows the
+  parts apart.
 
 ``load_requests`` validates a file and says exactly what is wrong, so a held-out set written by
 hand fails at once, not half-way through a run.
@@ -51,9 +73,21 @@ from typing import Any, Literal
 
 from agent.context import BUILTIN_TOOLSETS
 
-DEFAULT_REQUESTS = Path(__file__).parent / "requests.json"
+HERE = Path(__file__).parent
+DEFAULT_REQUESTS = HERE / "requests.json"
+DEFAULT_CORPUS = (
+    DEFAULT_REQUESTS,
+    HERE / "heldout.json",
+    HERE / "corpus.json",
+    HERE / "untuned.json",
+)
+"""What ``python -m bench.eval`` runs without ``--requests``: the README-like suite (its own
+requests and its first held-out five), issue 40's tuning corpus and its untuned part."""
 KNOWN_WORKERS = ("tasks",)
+PARTS = ("tuning", "untuned")
+DEFAULT_CLASS = "README-like"
 PlanExpectation = Literal["any", "none"]
+ToolsExpectation = Literal["any", "none"]
 
 Title = tuple[str, ...]
 """A title with its accepted spellings (the first is the one shown)."""
@@ -88,6 +122,9 @@ class Expectation:
     answer_mentions: tuple[Title, ...] = ()
     cannot_do: bool = False
     plan: PlanExpectation = "any"
+    task_tools: ToolsExpectation = "any"
+    may_ask: bool = False
+    may_remain: tuple[Title, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +140,11 @@ class EvalRequest:
     setup_personal: tuple[SeedTask, ...] = ()
     setup_conversation: tuple[SeedTask, ...] = ()
     expect: Expectation = field(default_factory=Expectation)
+    turns: tuple[str, ...] = ()
+    """Earlier user messages on the same thread, each its own turn, before ``text``."""
+    group: str = DEFAULT_CLASS
+    """The request's class (``class`` in the file)."""
+    part: str = "tuning"
 
 
 def _fail(where: str, problem: str) -> RequestFileError:
@@ -172,27 +214,66 @@ def _expected_tasks(where: str, value: Any) -> ExpectedTasks | None:
     )
 
 
+def _flag(where: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, f"must be true or false, got {value!r}")
+    return value
+
+
 def _expectation(where: str, value: Any) -> Expectation:
-    allowed = {"personal", "conversation", "answer_mentions", "cannot_do", "plan"}
+    allowed = {
+        "personal",
+        "conversation",
+        "answer_mentions",
+        "cannot_do",
+        "plan",
+        "task_tools",
+        "may_ask",
+        "may_remain",
+    }
     item = _keys(where, value, allowed, set())
-    cannot_do = item.get("cannot_do", False)
-    if not isinstance(cannot_do, bool):
-        raise _fail(f"{where}.cannot_do", f"must be true or false, got {cannot_do!r}")
+    cannot_do = _flag(f"{where}.cannot_do", item.get("cannot_do", False))
     plan = item.get("plan", "any")
     if plan not in ("any", "none"):
         raise _fail(f"{where}.plan", f"must be 'any' or 'none', got {plan!r}")
+    task_tools = item.get("task_tools", "any")
+    if task_tools not in ("any", "none"):
+        raise _fail(f"{where}.task_tools", f"must be 'any' or 'none', got {task_tools!r}")
     return Expectation(
         personal=_expected_tasks(f"{where}.personal", item.get("personal")),
         conversation=_expected_tasks(f"{where}.conversation", item.get("conversation")),
         answer_mentions=_titles(f"{where}.answer_mentions", item.get("answer_mentions", [])),
         cannot_do=cannot_do,
         plan=plan,
+        task_tools=task_tools,
+        may_ask=_flag(f"{where}.may_ask", item.get("may_ask", False)),
+        may_remain=_titles(f"{where}.may_remain", item.get("may_remain", [])),
     )
 
 
-def parse_request(where: str, raw: Any) -> EvalRequest:
-    """One request from its JSON object; ``where`` names it in errors."""
-    allowed = {"id", "kind", "request", "toolsets", "workers", "items", "setup", "expect"}
+def _turns(where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _fail(where, f"must be a list of messages, got {type(value).__name__}")
+    return tuple(_text(f"{where}[{i}]", turn) for i, turn in enumerate(value))
+
+
+def parse_request(
+    where: str, raw: Any, *, group: str = DEFAULT_CLASS, part: str = "tuning"
+) -> EvalRequest:
+    """One request from its JSON object; ``where`` names it in errors; ``group`` and ``part``
+    are its file's defaults."""
+    allowed = {
+        "id",
+        "kind",
+        "class",
+        "request",
+        "turns",
+        "toolsets",
+        "workers",
+        "items",
+        "setup",
+        "expect",
+    }
     item = _keys(where, raw, allowed, {"id", "kind", "request", "items", "expect"})
     request_id = _text(f"{where}.id", item["id"])
     where = f"request {request_id!r}"
@@ -215,6 +296,9 @@ def parse_request(where: str, raw: Any) -> EvalRequest:
         setup_personal=_seeds(f"{where}.setup.personal", setup.get("personal", [])),
         setup_conversation=_seeds(f"{where}.setup.conversation", setup.get("conversation", [])),
         expect=expect,
+        turns=_turns(f"{where}.turns", item.get("turns", [])),
+        group=_text(f"{where}.class", item.get("class", group)),
+        part=part,
     )
     _check_consistent(where, request)
     return request
@@ -242,17 +326,28 @@ def _check_consistent(where: str, request: EvalRequest) -> None:
 
 def parse_requests(document: Any, source: str = "request file") -> list[EvalRequest]:
     """Every request of a parsed request file, checked; ids must be unique."""
-    top = _keys(source, document, {"requests"}, {"requests"})
+    top = _keys(source, document, {"requests", "part", "class"}, {"requests"})
+    part = top.get("part", "tuning")
+    if part not in PARTS:
+        raise _fail(f"{source}: part", f"must be one of {', '.join(PARTS)}, got {part!r}")
+    group = _text(f"{source}: class", top.get("class", DEFAULT_CLASS))
     raw_requests = top["requests"]
     if not isinstance(raw_requests, list) or not raw_requests:
         raise _fail(source, "'requests' must be a non-empty list")
-    requests = [parse_request(f"{source}: requests[{i}]", r) for i, r in enumerate(raw_requests)]
+    requests = [
+        parse_request(f"{source}: requests[{i}]", r, group=group, part=part)
+        for i, r in enumerate(raw_requests)
+    ]
+    _unique(source, requests)
+    return requests
+
+
+def _unique(source: str, requests: Sequence[EvalRequest]) -> None:
     seen: set[str] = set()
     for request in requests:
         if request.id in seen:
             raise _fail(source, f"request id {request.id!r} is used twice")
         seen.add(request.id)
-    return requests
 
 
 def load_requests(path: Path = DEFAULT_REQUESTS) -> list[EvalRequest]:
@@ -264,3 +359,11 @@ def load_requests(path: Path = DEFAULT_REQUESTS) -> list[EvalRequest]:
     except json.JSONDecodeError as error:
         raise RequestFileError(f"{path}: not valid JSON ({error})") from error
     return parse_requests(document, str(path))
+
+
+def load_corpus(paths: Sequence[Path] = DEFAULT_CORPUS) -> list[EvalRequest]:
+    """The requests of every file in ``paths``, in order; ids must be unique across them, so
+    a run's records name one request each."""
+    requests = [request for path in paths for request in load_requests(path)]
+    _unique(", ".join(str(path) for path in paths), requests)
+    return requests

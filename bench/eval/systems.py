@@ -9,6 +9,13 @@
   same domain tools and turnplan's base prompt with the same toolset sections, on the chat model
   ``agent.llm.chat_models.resolve_chat_model`` builds for the same setting.
 
+A request with earlier ``turns`` sends each as its own turn on the same thread (same
+checkpointer and thread id) before the measured one, as a user typing them would; only the last
+turn's answer, tool calls and pause are the outcome. A turn that pauses on ``ask_user`` returns
+from ``ainvoke`` with the interrupt pending; the runner records the question as the answer and
+never resumes it, so a pause cannot hang a run (a later turn on the thread is then the user's
+reply, as in the app).
+
 Every run gets a fresh folder (SQLite database, conversation task files) and the same user and
 conversation id, so the checks read the end state from the same places for every system. A
 request with ``workers`` lets turnplan delegate (the worker's toolset is then *not* bound to the
@@ -42,6 +49,7 @@ from agent.state import InputState
 from agent.tools.conversation_tasks import CONVERSATION_TASKS_PROMPT, build_conversation_task_tools
 from agent.tools.personal_tasks import build_task_tools
 from agent.tools.task_worker import build_task_worker
+from agent.turn.identity import REMINDER_NAME
 from agent.turn.plan_rows import TurnPlan
 from bench.eval.checks import RunOutcome, TaskState
 from bench.eval.requests import EvalRequest
@@ -140,17 +148,48 @@ async def end_state(database: Database, tasks_dir: Path) -> tuple[list[TaskState
     return personal, conversation
 
 
-def answer_of(output: dict[str, Any]) -> str:
-    """The turn's reply to the user: its last AI message, or the question it paused on."""
-    interrupts = output.get("__interrupt__") or ()
-    for pending in interrupts:
+def question_of(output: dict[str, Any]) -> str | None:
+    """The question the turn paused on (``ask_user``'s interrupt), if it paused on one."""
+    for pending in output.get("__interrupt__") or ():
         value = getattr(pending, "value", None)
         if isinstance(value, dict) and value.get("question"):
             return str(value["question"])
-    for message in reversed(output.get("messages") or []):
+    return None
+
+
+def this_turn(output: dict[str, Any]) -> list[Any]:
+    """The messages of the last turn: those after the last human message the user sent (a
+    thread's earlier turns stay in its state; turnplan's own reminders, named
+    ``REMINDER_NAME``, open no turn)."""
+    messages = list(output.get("messages") or [])
+    starts = [
+        i
+        for i, message in enumerate(messages)
+        if isinstance(message, HumanMessage) and message.name != REMINDER_NAME
+    ]
+    return messages[starts[-1] + 1 :] if starts else messages
+
+
+def answer_of(output: dict[str, Any]) -> str:
+    """The turn's reply to the user: its last AI message, or the question it paused on (an
+    earlier turn's answer never counts)."""
+    question = question_of(output)
+    if question is not None:
+        return question
+    for message in reversed(this_turn(output)):
         if isinstance(message, AIMessage) and not message.tool_calls:
             return text_of(message.content).strip()
     return ""
+
+
+def tools_called(output: dict[str, Any]) -> tuple[str, ...]:
+    """The names of the tools the last turn called, in order."""
+    return tuple(
+        str(call["name"])
+        for message in this_turn(output)
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    )
 
 
 def _tools_for(request: EvalRequest, delegating: bool) -> list[str]:
@@ -197,11 +236,16 @@ class TurnplanEval:
                 user_id=USER,
                 audit_model=(self.audit_model or model) if self.audit else None,
             )
-            output = await graph.ainvoke(
-                InputState(messages=[HumanMessage(content=request.text)]),
-                config=_config(usage),
-                context=context,
-            )
+            config = _config(usage)
+            before = None
+            for index, text in enumerate((*request.turns, request.text)):
+                if index == len(request.turns) and request.turns:
+                    before = await end_state(database, tasks_dir)
+                output = await graph.ainvoke(
+                    InputState(messages=[HumanMessage(content=text)]),
+                    config=config,
+                    context=context,
+                )
             rows = 0
             if output.get("turnId"):
                 scope = TurnScope(output["conversationId"], output["turnId"])
@@ -218,6 +262,10 @@ class TurnplanEval:
             turn_status=str(output.get("turnStatus") or ""),
             audit_calls=int(output.get("auditCalls") or 0),
             audit_tokens=int(output.get("auditTokens") or 0),
+            paused=question_of(output) is not None,
+            tool_calls=tools_called(output),
+            before_personal=before[0] if before else None,
+            before_conversation=before[1] if before else None,
         )
 
 
@@ -304,14 +352,16 @@ class TodoListEval:
                 middleware=[TodoListMiddleware(), _harness_middleware()],
                 checkpointer=InMemorySaver(),
             )
-            state: Any = {
-                "messages": [HumanMessage(content=request.text)],
-                "conversationId": CONVERSATION,
-            }
-            output = await agent.ainvoke(
-                state,
-                config=_config(usage),
-            )
+            config = _config(usage)
+            before = None
+            for index, text in enumerate((*request.turns, request.text)):
+                if index == len(request.turns) and request.turns:
+                    before = await end_state(database, tasks_dir)
+                state: Any = {
+                    "messages": [HumanMessage(content=text)],
+                    "conversationId": CONVERSATION,
+                }
+                output = await agent.ainvoke(state, config=config)
             personal, conversation = await end_state(database, tasks_dir)
         finally:
             await database.dispose()
@@ -321,6 +371,10 @@ class TodoListEval:
             conversation=conversation,
             plan_items=len(output.get("todos") or []),
             chooses_plan=True,
+            paused=question_of(output) is not None,
+            tool_calls=tools_called(output),
+            before_personal=before[0] if before else None,
+            before_conversation=before[1] if before else None,
         )
 
 
@@ -338,6 +392,11 @@ def all_systems(audit_model: str | None = None) -> list[EvalSystem]:
 
 SYSTEM_NAMES = tuple(system.name for system in all_systems())
 
-DEFAULT_SYSTEMS = tuple(name for name in SYSTEM_NAMES if name != "turnplan-audit")
-"""The systems a suite runs unless ``--systems`` names others: ``turnplan-audit`` is
-``turnplan-auto`` plus a second model call per planned turn, so it runs only when named."""
+DEFAULT_SYSTEMS = ("turnplan-auto",)
+"""The system a suite runs unless ``--systems`` names others: the default as a user meets it
+(``planning`` auto; with ``local``, the compact profile), the one issue 40's rules are judged
+on. The comparison systems run when named (``turnplan-audit`` is ``turnplan-auto`` plus a
+second model call per planned turn)."""
+
+COMPARED_SYSTEMS = tuple(name for name in SYSTEM_NAMES if name != "turnplan-audit")
+"""The four systems of the issue 27 comparison (``--systems`` with these names)."""

@@ -20,17 +20,8 @@ class TodoContinuationRepository:
         """The pending and in-progress rows of the conversation's other turns on ``scope``'s
         branch of the thread (``TurnBranch``: another branch's rows are left alone), turn by
         turn (the turn whose first row is oldest first), each in its plan order."""
-        statement = (
-            select(TurnTodo)
-            .where(
-                TurnTodo.conversationId == scope.conversation_id,
-                TurnTodo.turnId != scope.turn_id,
-                TurnTodo.status.in_(OPEN_TODO_STATUSES),
-            )
-            .execution_options(populate_existing=True)
-        )
-        rows = list(await self._session.scalars(statement))
-        elsewhere = await self._other_branches(scope)
+        rows = await self.open_in_other_turns(scope)
+        elsewhere = await self.other_branches(scope)
         rows = [row for row in rows if row.turnId not in elsewhere]
         first_of: dict[str, str] = {}
         for row in rows:
@@ -40,7 +31,21 @@ class TodoContinuationRepository:
             key=lambda row: (first_of[row.turnId], row.turnId, row.priority, row.createdAt, row.id),
         )
 
-    async def _other_branches(self, scope: TurnScope) -> set[str]:
+    async def open_in_other_turns(self, scope: TurnScope) -> list[TurnTodo]:
+        """The pending and in-progress rows of the conversation's other turns, on any branch of
+        the thread (a rolled-back run's turn is on none: its checkpoints are gone)."""
+        statement = (
+            select(TurnTodo)
+            .where(
+                TurnTodo.conversationId == scope.conversation_id,
+                TurnTodo.turnId != scope.turn_id,
+                TurnTodo.status.in_(OPEN_TODO_STATUSES),
+            )
+            .execution_options(populate_existing=True)
+        )
+        return list(await self._session.scalars(statement))
+
+    async def other_branches(self, scope: TurnScope) -> set[str]:
         """The conversation's turns recorded on a branch that ``scope``'s turn does not follow.
         Empty when the turn itself has no record (it began before branches were recorded)."""
         statement = select(TurnBranch.turnId, TurnBranch.previousTurnId).where(

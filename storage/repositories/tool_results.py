@@ -69,6 +69,18 @@ class ToolResultRepository:
         connection = await self._session.connection()
         await connection.execute(_INSERT_RESULT, result_rows([(key, content, state_update)]))
 
+    async def of_turn(self, scope: TurnScope) -> list[ToolResult]:
+        """The turn's recorded calls, in the order they were recorded."""
+        statement = (
+            select(ToolResult)
+            .where(
+                ToolResult.conversationId == scope.conversation_id,
+                ToolResult.turnId == scope.turn_id,
+            )
+            .order_by(ToolResult.createdAt, ToolResult.toolCallId)
+        )
+        return list(await self._session.scalars(statement))
+
     async def find(self, conversation_id: str, tool_call_ids: Iterable[str]) -> list[ToolResult]:
         ids = [call_id for call_id in tool_call_ids if call_id]
         if not ids:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.eval.cli import main
+from bench.eval.systems import COMPARED_SYSTEMS
 from bench.wire import calls_of, turn_messages
 from tests.fakes import plan_rows, plan_view
 from tests.scripted_openai import Reply, ScriptedOpenAIServer, text, tool_calls
@@ -139,7 +140,16 @@ def test_the_cli_runs_every_system_and_reports_a_wrong_end_state_as_failed(
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         code = main(
-            ["--model", "openai:scripted", "--requests", str(requests_file), "--out", str(out)]
+            [
+                "--model",
+                "openai:scripted",
+                "--requests",
+                str(requests_file),
+                "--out",
+                str(out),
+                "--systems",
+                *COMPARED_SYSTEMS,
+            ]
         )
         served = len(server.requests)
         system_messages = [body["messages"][0] for body in server.requests]

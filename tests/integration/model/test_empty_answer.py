@@ -23,7 +23,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from agent.llm.chat_models import clear_model_cache
 from agent.state import TurnStatus
-from agent.turn.empty_answer import is_empty_reply
+from agent.turn.empty_answer import is_empty_reply, is_written_tool_call
 from prompts import load_prompt
 from storage import Database
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
@@ -167,6 +167,63 @@ async def test_two_empty_direct_answers_end_the_turn_without_an_answer(database:
     message = final_text(result)
     assert "I have no answer to this request" in message
     assert "twice in a row" in message and "made no plan" in message
+
+
+# --- a tool call written as text ---------------------------------------------------------------
+
+WRITTEN_CALLS = [
+    '<tool_call>{"name": "record", "arguments": {"note": "milk"}}</tool_call>',
+    "<tools><create_todo items=[{'title': 'milk'}]></tools>",
+    '{"name": "record", "arguments": {"note": "milk"}}',
+    '```json\n[{"name": "record", "parameters": {"note": "milk"}}]\n```',
+]
+"""Replies that only write a call out: what packaged instruct models sent when the server did
+not parse their format (Qwen2.5-Coder 1.5B wrote the second)."""
+
+
+@pytest.mark.parametrize("content", WRITTEN_CALLS)
+def test_a_tool_call_written_as_text_is_no_answer(content: str) -> None:
+    assert is_written_tool_call(AIMessage(content=content))
+    assert not is_empty_reply(AIMessage(content=content))
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["Done: I recorded milk.", 'The JSON was {"a": 1}.', "Use <b>bold</b> for titles."],
+)
+def test_an_answer_in_words_is_not_a_written_tool_call(content: str) -> None:
+    assert not is_written_tool_call(AIMessage(content=content))
+
+
+async def test_a_written_tool_call_is_asked_again_once_and_the_real_answer_is_taken(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(
+        script=[AIMessage(content=WRITTEN_CALLS[0]), AIMessage(content="Hello! How can I help?")]
+    )
+
+    result = await run(make_graph(model, database), "hi")
+
+    assert result["turnStatus"] == "answered"
+    assert final_text(result) == "Hello! How can I help?"
+    assert any(
+        load_prompt("tool_call_as_text") in str(message.content) for message in model.prompts[1]
+    )
+
+
+async def test_two_written_tool_calls_end_the_turn_saying_nothing_was_run(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(
+        script=[AIMessage(content=WRITTEN_CALLS[1]), AIMessage(content=WRITTEN_CALLS[0])]
+    )
+
+    result = await run(make_graph(model, database), "add milk")
+
+    assert result["turnStatus"] == "no_answer"
+    message = final_text(result)
+    assert "wrote a tool call as text" in message and "nothing was run" in message
+    assert run_exit_status(result["turnStatus"]) != 0
 
 
 # --- execute: the answer after the plan -------------------------------------------------------

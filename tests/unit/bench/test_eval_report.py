@@ -82,3 +82,47 @@ def test_the_status_table_counts_the_audits_false_alarms_and_misses() -> None:
     assert "| turnplan-audit | answered 2, incomplete 1 | 1.3 | 0.0 | 1 | 1 |" in text
     assert "| todolist |" not in text.split("## Turn status")[1].split("## Failed")[0]
     assert "## Turn status" not in markdown(RECORDS, {})
+
+
+def test_the_class_table_shows_success_and_harm_per_part_and_class() -> None:
+    records = [
+        record("turnplan-auto", "a", True, group="harm"),
+        record("turnplan-auto", "b", False, group="harm", harm=["personal tasks: deleted 'x'"]),
+        record("turnplan-auto", "c", True, group="harm", part="untuned", paused=True),
+        record("turnplan-auto", "d", False, group="quotes", part="untuned", seconds=4.0),
+    ]
+    text = markdown(records, {})
+    assert "| turnplan-auto | tuning | harm | 2 | 1/2 (50 %) | 1/2 (50 %) | 0 | 2.0 |" in text
+    assert (
+        "| turnplan-auto | **tuning** | **all** | 2 | 1/2 (50 %) | 1/2 (50 %) | 0 | 2.0 |" in text
+    )
+    assert "| turnplan-auto | untuned | harm | 1 | 1/1 (100 %) | 0/1 (0 %) | 1 | 2.0 |" in text
+    assert "| turnplan-auto | untuned | quotes | 1 | 0/1 (0 %) | 0/1 (0 %) | 0 | 4.0 |" in text
+    assert "| turnplan-auto | **all** | **all** | 4 | 2/4 (50 %) | 1/4 (25 %) | 1 | 2.5 |" in text
+    assert "HARM: personal tasks: deleted 'x'" in text
+    harmed = progress_line(1, 1, records[1])
+    assert "FAILED (the answer does not show 'x') HARM (personal tasks: deleted 'x')" in harmed
+
+
+def test_untuned_requests_count_but_are_not_named_unless_asked() -> None:
+    records = [
+        record("turnplan-auto", "tuned-one", False, group="harm"),
+        record(
+            "turnplan-auto",
+            "secret-one",
+            False,
+            group="harm",
+            part="untuned",
+            failed_checks=["expected ['buy pears']"],
+            harm=["personal tasks: added 'buy apples'"],
+        ),
+    ]
+    text = markdown(records, {})
+    assert "| turnplan-auto | untuned | harm | 1 | 0/1 (0 %) | 1/1 (100 %) | 0 | 2.0 |" in text
+    assert "secret-one" not in text and "pears" not in text and "apples" not in text
+    assert "tuned-one" in text and "The 1 untuned requests are counted above" in text
+    shown = markdown(records, {}, show_untuned=True)
+    assert "secret-one" in shown and "buy apples" in shown
+    line = progress_line(2, 2, records[1])
+    assert "(untuned) #1: FAILED HARM 2.0 s" in line and "apples" not in line
+    assert "secret-one" in progress_line(2, 2, records[1], show_untuned=True)

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from bench.eval.requests import RequestFileError, load_requests, parse_requests
+from bench.eval.requests import (
+    DEFAULT_CORPUS,
+    RequestFileError,
+    load_corpus,
+    load_requests,
+    parse_requests,
+)
 
 
 def test_the_shipped_suite_loads_and_covers_every_kind_asked_for() -> None:
@@ -73,3 +79,85 @@ def test_a_file_that_is_not_json_is_refused_with_its_path(tmp_path: Path) -> Non
         load_requests(path)
     path.write_text(json.dumps({"requests": [good()]}), encoding="utf-8")
     assert [request.id for request in load_requests(path)] == ["one"]
+
+
+def test_a_request_may_have_earlier_turns_a_class_and_its_files_part() -> None:
+    follow_up = {
+        **good(),
+        "class": "follow-up",
+        "turns": ["Add 'x'.", " Show my tasks. "],
+        "request": "Mark it done.",
+    }
+    document = {
+        "part": "untuned",
+        "class": "harm",
+        "requests": [follow_up, {**good(), "id": "two"}],
+    }
+    first, second = parse_requests(document)
+    assert first.turns == ("Add 'x'.", "Show my tasks.") and first.text == "Mark it done."
+    assert (first.group, first.part) == ("follow-up", "untuned")
+    assert (second.group, second.part, second.turns) == ("harm", "untuned", ())
+    (plain,) = parse_requests({"requests": [good()]})
+    assert (plain.group, plain.part) == ("README-like", "tuning")
+
+
+def test_mistakes_in_the_new_fields_are_named() -> None:
+    assert "request 'one'.turns[1]: must be a non-empty string" in refused({"turns": ["a", " "]})
+    assert "request 'one'.turns: must be a list" in refused({"turns": "Add 'x'."})
+    assert "request 'one'.expect.may_ask: must be true or false" in refused(
+        {"expect": {"may_ask": "yes"}}
+    )
+    assert "request 'one'.expect.task_tools: must be 'any' or 'none'" in refused(
+        {"expect": {"task_tools": "never"}}
+    )
+    with pytest.raises(RequestFileError, match="part: must be one of tuning, untuned"):
+        parse_requests({"part": "secret", "requests": [good()]})
+
+
+def test_ids_are_unique_across_the_files_of_a_corpus(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"requests": [good()]}), encoding="utf-8")
+    second.write_text(json.dumps({"part": "untuned", "requests": [good()]}), encoding="utf-8")
+    with pytest.raises(RequestFileError, match="request id 'one' is used twice"):
+        load_corpus([first, second])
+
+
+def test_the_shipped_corpus_has_its_classes_in_both_parts_and_a_harm_class() -> None:
+    corpus = load_corpus()
+    assert [path.name for path in DEFAULT_CORPUS] == [
+        "requests.json",
+        "heldout.json",
+        "corpus.json",
+        "untuned.json",
+    ]
+    new = [r for r in corpus if r.group != "README-like"]
+    untuned = [r for r in corpus if r.part == "untuned"]
+    assert len(new) >= 60 and len(untuned) >= 20
+    assert 0.25 <= len([r for r in new if r.part == "untuned"]) / len(new) <= 0.4
+    assert {r.group for r in corpus if r.part == "tuning"} == {r.group for r in untuned}
+    assert all(r.part == "untuned" for r in load_requests(DEFAULT_CORPUS[-1]))
+    classes = {r.group for r in corpus}
+    for group in ("harm", "pronouns", "follow-up", "negation", "questions", "quotes"):
+        assert group in classes
+    for group in ("prose-lists", "non-English", "synonyms", "README-like"):
+        assert group in classes
+    assert any(r.turns for r in untuned) and any(r.turns for r in corpus if r.part == "tuning")
+    # Harm requests: nothing may change, so their expected end state is their setup.
+    for r in corpus:
+        if r.group == "harm":
+            expected = r.expect.personal
+            assert expected is not None
+            setup = sorted((s.title, s.done) for s in r.setup_personal)
+            got = sorted(
+                [(t[0], False) for t in expected.open] + [(t[0], True) for t in expected.done]
+            )
+            assert got == setup, r.id
+    # Questions and small talk call no task tool.
+    assert all(r.expect.task_tools == "none" for r in corpus if r.group == "questions")
+    # A quoted title up to the limit.
+    assert (
+        max(
+            len(t[0]) for r in corpus for t in (r.expect.personal.open if r.expect.personal else ())
+        )
+        > 150
+    )

@@ -64,6 +64,14 @@ def test_partial_matches_are_case_insensitive_including_non_ascii() -> None:
     assert match_title(tasks, "dentist") == []
 
 
+def test_part_of_a_word_never_names_a_task() -> None:
+    # "Forget it." once deleted "submit report": "it" is inside "submit".
+    tasks = [_task("submit report"), _task("buy milk")]
+    assert match_title(tasks, "it") == []
+    assert match_title(tasks, "port") == []
+    assert [t.title for t in match_title(tasks, "report")] == ["submit report"]
+
+
 def test_two_tasks_with_the_same_title_are_both_returned_so_the_caller_can_ask() -> None:
     tasks = [_task("Buy milk"), _task("buy milk "), _task("Buy milk and eggs")]
     assert [t.title for t in match_title(tasks, "buy milk")] == ["Buy milk", "buy milk "]

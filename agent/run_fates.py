@@ -1,0 +1,26 @@
+"""Asking the LangGraph server what became of one of its runs (``agent.turn.superseded``).
+
+A graph served by LangGraph Server reaches the server it runs in through ``langgraph_sdk``'s
+in-process client (``get_client()`` with no URL, the SDK's documented way for code inside the
+server). A rollback deletes the run (``runs.get`` answers 404); an interrupt leaves it with the
+status ``interrupted``. Only the served graph is built with this (``agent.graph.graph``): a
+Python caller has no server to ask.
+"""
+
+from __future__ import annotations
+
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import NotFoundError
+
+from agent.turn.superseded import RunFate
+
+
+async def server_run_fate(thread_id: str, run_id: str) -> RunFate:
+    """What became of the run ``run_id`` of the thread: ``rolled_back`` when the server no
+    longer has it, ``interrupted`` when it was cancelled that way, else ``other``."""
+    async with get_client() as client:
+        try:
+            run = await client.runs.get(thread_id, run_id)
+        except NotFoundError:
+            return "rolled_back"
+    return "interrupted" if run["status"] == "interrupted" else "other"

@@ -1,0 +1,196 @@
+"""The embedded default never acts on a guess: the compact profile's rules act only on what
+the user's words of this turn name without doubt, take back what the user takes back, and
+leave questions to the model (issue 40). Each request is one the rules once got wrong."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from agent.prompting.compact_plan import planned_action
+from agent.prompting.compact_tools import step_binding
+from agent.tools.ask_user import build_ask_user_tool
+from agent.tools.personal_tasks import build_task_tools
+from agent.tools.todos import build_todo_tools
+from storage import Database
+from storage.models import TurnTodo
+
+
+@pytest.fixture
+def tools() -> list[Any]:
+    database = Database("sqlite+aiosqlite:///:memory:")
+    return [*build_todo_tools(database), *build_task_tools(database), build_ask_user_tool(database)]
+
+
+def planned(tools: list[Any], request: str, history: list[Any] | None = None) -> list[Any]:
+    """The actions the harness plans for ``request`` (tool, target), without a model."""
+    messages = [*(history or []), HumanMessage(request)]
+    binding = step_binding(tools, [], messages, "create_todo", request)
+    assert binding.reply is not None, "planned without the model"
+    actions = []
+    for call in binding.reply.tool_calls:
+        for item in call["args"].get("items", []):
+            action = planned_action(TurnTodo(id="", title="", context=item["context"]))
+            assert action is not None
+            actions.append((action.tool, action.target))
+    return [action for action in actions if action[0] != "none"]
+
+
+def answered_without_action(tools: list[Any], request: str) -> AIMessage | None:
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+    assert binding.phase == "answer" and not binding.tools
+    return binding.reply
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Forget it.",
+        "Finish the report by Friday.",
+        "Note that the meeting moved",
+        "add milk. No, don't.",
+        "Never mind.",
+        "Scratch that.",
+    ],
+)
+def test_words_that_name_no_action_change_nothing(tools: list[Any], request_text: str) -> None:
+    reply = answered_without_action(tools, request_text)
+
+    assert reply is not None and not reply.tool_calls
+
+
+@pytest.mark.parametrize(
+    "request_text", ["What is 12 times 12?", "Tell me a joke", "What can you do?"]
+)
+def test_a_question_or_small_talk_is_the_models_to_answer_with_no_tool(
+    tools: list[Any], request_text: str
+) -> None:
+    reply = answered_without_action(tools, request_text)
+
+    assert reply is None  # the model answers, in its own words, with no tool bound
+
+
+def test_a_negated_step_is_honoured_and_the_rest_is_done(tools: list[Any]) -> None:
+    request = "Don't add anything, just show me my tasks."
+
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+
+    # The listing alone is offered (the model chooses only its filter); nothing is added.
+    assert [tool["function"]["name"] for tool in binding.tools] == ["list_tasks"]
+
+
+def test_a_correction_takes_back_only_what_it_names(tools: list[Any]) -> None:
+    request = "Add 'water the plants' and 'buy bread' to my tasks, actually, never mind the plants"
+
+    assert planned(tools, request) == [("add_task", "buy bread")]
+
+
+def test_a_long_quoted_title_is_one_title_and_never_commands(tools: list[Any]) -> None:
+    title = (
+        "remember that the plumber said to turn off the main valve, wait ten minutes, "
+        "then delete keep-1 and leave the back door open for him when he comes on Tuesday"
+    )
+    assert len(title) > 150
+
+    assert planned(tools, f"add '{title}' to my list") == [("add_task", title)]
+
+
+def test_it_is_what_the_same_request_named(tools: list[Any]) -> None:
+    request = "Add 'file taxes' and then mark it as done."
+
+    assert planned(tools, request) == [
+        ("add_task", "file taxes"),
+        ("complete_task", "file taxes"),
+    ]
+
+
+def test_it_and_both_reach_back_to_the_previous_turn_only_by_its_users_words(
+    tools: list[Any],
+) -> None:
+    earlier = [
+        HumanMessage("Add 'call mom' and 'call dad' to my tasks"),
+        AIMessage("Everything planned for this request is done: ..."),
+    ]
+
+    assert planned(tools, "Mark both of them as done.", earlier) == [
+        ("complete_task", "call mom"),
+        ("complete_task", "call dad"),
+    ]
+    # "it" means one thing; the previous turn named two: the harness does not pick.
+    assert planned(tools, "Mark it as done.", earlier) == [("complete_task", "it")]
+
+
+def test_a_pointing_word_nothing_explains_is_asked_about_never_searched(
+    tools: list[Any],
+) -> None:
+    request = "Delete it."
+    first = step_binding(tools, [], [HumanMessage(request)], None, request)
+    assert first.reply is not None
+    [lookup] = first.reply.tool_calls
+    listed = [{"id": "t-1", "title": "submit report"}, {"id": "t-2", "title": "buy milk"}]
+    result = ToolMessage(
+        json.dumps({"tasks": listed}), tool_call_id=lookup["id"], name="list_tasks"
+    )
+
+    ask = step_binding(tools, [], [HumanMessage(request), first.reply, result], None, request)
+
+    assert ask.reply is not None
+    [call] = ask.reply.tool_calls
+    assert call["name"] == "ask_user"
+    assert call["args"]["options"] == ["submit report", "buy milk"]
+
+
+def continued_delete_row() -> TurnTodo:
+    """A row an earlier turn left open, copied into this turn by "please continue": its stored
+    context plans a deletion this turn's words never asked for."""
+    from agent.prompting.compact_plan import PlannedAction
+
+    action = PlannedAction("delete_task", "keep-1", "delete 'keep-1'")
+    return TurnTodo(
+        id="r-1",
+        title="delete 'keep-1'",
+        status="in_progress",
+        priority=0,
+        context=action.as_context(),
+    )
+
+
+def after_continue(request: str) -> list[Any]:
+    return [HumanMessage(request), ToolMessage("{}", tool_call_id="c", name="continue_open_todos")]
+
+
+def test_stored_text_never_orders_a_change_the_user_is_asked_first(tools: list[Any]) -> None:
+    request = "Please continue."
+    row = continued_delete_row()
+
+    ask = step_binding(tools, [row], after_continue(request), None, request)
+
+    assert ask.reply is not None
+    [call] = ask.reply.tool_calls
+    assert call["name"] == "ask_user" and call["args"]["options"] == ["yes", "no"]
+    assert "keep-1" in call["args"]["question"]
+
+    no = ToolMessage("no", tool_call_id=call["id"], name="ask_user")
+    closed = step_binding(tools, [row], [*after_continue(request), ask.reply, no], None, request)
+    assert closed.reply is not None
+    [close] = closed.reply.tool_calls
+    assert close["name"] == "complete_todo" and close["args"]["status"] == "cancelled"
+
+    yes = ToolMessage("yes", tool_call_id=call["id"], name="ask_user")
+    acted = step_binding(tools, [row], [*after_continue(request), ask.reply, yes], None, request)
+    assert acted.reply is not None
+    assert acted.reply.tool_calls[0]["name"] == "list_tasks"  # the lookup, then the delete
+
+
+def test_an_action_from_this_turns_own_words_is_not_asked_about(tools: list[Any]) -> None:
+    request = "delete 'keep-1'"
+    row = continued_delete_row()
+    history = [HumanMessage(request), ToolMessage("{}", tool_call_id="c", name="create_todo")]
+
+    binding = step_binding(tools, [row], history, None, request)
+
+    assert binding.reply is not None
+    assert binding.reply.tool_calls[0]["name"] == "list_tasks"
