@@ -20,11 +20,12 @@ thread, ``/internal/debug/thread/<id>`` returns any user's thread to anyone, ``/
 LangSmith deployment. Middleware of ``app`` wraps every route the server has, so with
 ``TURNPLAN_AUTH_TOKENS`` set it refuses those (403) whoever asks: no user's token may wipe or
 read everyone's threads. The routes ``app`` may add later are behind the authenticate handler
-(``http.enable_custom_route_auth``).
+(``http.enable_custom_route_auth``). Origins: ``OriginGuard`` (``agent.origins``) refuses
+state-changing requests a foreign web page may have sent, before any route (these included).
 
-A second guard caps every request body at ``MAX_REQUEST_BYTES`` (413 beyond it, before the
-server reads it): the server parses and stores what a client posts (a run's input goes into the
-thread's checkpoints before the graph can refuse it), so the caps on each input
+Size: ``RequestBodyCap`` caps every request body at ``MAX_REQUEST_BYTES`` (413 beyond it, before
+the server reads it): the server parses and stores what a client posts (a run's input goes into
+the thread's checkpoints before the graph can refuse it), so the caps on each input
 (``agent.turn.run_input``, ``agent.turn.plan_edits``) need one on the whole request too.
 """
 
@@ -44,6 +45,7 @@ from agent.context import Context, check_context_keys
 from agent.graph import SupervisorGraph, database, graph, mcp_tools
 from agent.llm.chat_models import close_chat_models
 from agent.llm.local_model import stop_shared_local_model_server
+from agent.origins import OriginGuard
 
 
 def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
@@ -163,5 +165,10 @@ async def _too_large(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 app = Starlette(
-    lifespan=lifespan, middleware=[Middleware(RequestBodyCap), Middleware(DevRoutesGuard)]
+    lifespan=lifespan,
+    middleware=[
+        Middleware(OriginGuard),
+        Middleware(RequestBodyCap),
+        Middleware(DevRoutesGuard),
+    ],
 )

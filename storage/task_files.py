@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from storage.ids import canonical_uuid
+
 TASKS_DIR_ENV = "TURNPLAN_TASKS_DIR"
 """Folder under which ``.agents/tasks/`` lives; unset or empty means the working folder."""
 
@@ -46,9 +48,6 @@ APPLIED_CALLS_FIELD = "appliedCalls"
 
 T = TypeVar("T")
 
-_UUID_TEXT = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}", re.IGNORECASE
-)
 _PLAIN_ID = re.compile(r"[a-z0-9_-]{1,64}")
 _WINDOWS_RESERVED = frozenset(
     {"con", "prn", "aux", "nul"} | {f"{port}{n}" for port in ("com", "lpt") for n in range(1, 10)}
@@ -65,14 +64,17 @@ def task_file_stem(conversation_id: str) -> str:
     """The file name (without ``.json``) of a conversation's task list; it never leaves the
     folder, and two different ids never share it, even on a case-insensitive file system.
 
-    - a UUID, hyphenated or as 32 hex digits, in either case: its 32 lowercase hex digits (the
-      seed's ``ToString("N")``; the same UUID is the same conversation however it is written);
+    - a UUID in any spelling ``storage.ids`` knows (case, hyphens, braces, ``urn:uuid:``): its
+      32 lowercase hex digits (the seed's ``ToString("N")``). The ownership check sees the same
+      canonical id (``storage.ids.canonical_id``), so a re-spelt id never reaches another
+      owner's file;
     - a short id of lowercase letters, digits, ``_`` and ``-`` (not a Windows device name): as is;
     - anything else: a readable lowercase part, ``~``, and 32 hex digits of the id's SHA-256.
       Plain ids cannot contain ``~``, so the three forms never meet.
     """
-    if _UUID_TEXT.fullmatch(conversation_id):
-        return conversation_id.replace("-", "").lower()
+    uuid_form = canonical_uuid(conversation_id)
+    if uuid_form is not None:
+        return uuid_form.replace("-", "")
     if _PLAIN_ID.fullmatch(conversation_id) and conversation_id not in _WINDOWS_RESERVED:
         return conversation_id
     # surrogatepass: an id holding a lone surrogate still hashes (and differs from any other).

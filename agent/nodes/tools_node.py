@@ -30,6 +30,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from agent.auth import acting_user
 from agent.calls.catalog import ToolCatalog
 from agent.calls.gate import NOT_FRESH, MessageGate, is_fresh
 from agent.calls.ordering import (
@@ -60,6 +61,7 @@ from agent.turn.evidence import (
 )
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.lineage import identity_of
+from agent.turn.ownership import refuse_another_users_conversation
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.progress import with_running_usage
@@ -97,6 +99,19 @@ async def _run_tool(request: ToolCallRequest, catalog: ToolCatalog) -> ToolCallR
         if tool is not None:
             return request.override(tool=tool)
     return request
+
+
+async def _refuse_another_users_conversation(
+    database: Database, request: ToolCallRequest, scope: TurnScope
+) -> None:
+    """The state of a paused turn may have been edited to name another user's conversation:
+    a call on it is refused (``agent.turn.ownership``)."""
+    runtime = request.runtime
+    if runtime is not None:
+        user = acting_user(run_settings(runtime.context).user_id, runtime.config)
+        await refuse_another_users_conversation(
+            database, scope.conversation_id, user, runtime.config
+        )
 
 
 def _refuse_before_approval(request: ToolCallRequest, issuer: AIMessage | None) -> None:
@@ -288,6 +303,7 @@ def build_supervisor_tools_node(
         call_id = request.tool_call.get("id") or ""
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
+        await _refuse_another_users_conversation(database, request, scope)
         if scope.conversation_id and scope.turn_id:
             gate = _message_gate(database, request, issuer, saved)
             replay = await gate.recorded(record_id)

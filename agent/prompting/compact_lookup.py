@@ -170,6 +170,8 @@ IRREGULAR_PAST = {
 def _stem(word: str) -> str:
     if word in IRREGULAR_PAST:
         return IRREGULAR_PAST[word]
+    if word.endswith("ied") and len(word) > 4:  # "emptied" -> "empty", "tidied" -> "tidy"
+        return word[:-3] + "y"
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]

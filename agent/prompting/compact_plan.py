@@ -149,9 +149,9 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         # A step that quotes what to act on ("continue adding 'x'") is about that, not about
         # the plan earlier turns left open.
         offered = [t for t in tools if t.name != CONTINUE_OPEN_TODOS] if step.quoted else tools
-        named = _named_by_longest_verb(step.words, offered, step.quoted)
+        named = _named_by_longest_verb(step.words, offered, step.quoted, step.clause)
         if not named and step.follows:
-            named = _named_by_longest_verb(step.follows, offered, step.quoted)
+            named = _named_by_longest_verb(step.follows, offered, step.quoted, step.clause)
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
                 named = [inherited]
@@ -201,18 +201,19 @@ def _take_back(
 
 
 def _named_by_longest_verb(
-    words: str, tools: Sequence[BaseTool], quoted: bool = False
+    words: str, tools: Sequence[BaseTool], quoted: bool = False, clause: str = ""
 ) -> list[str]:
     """The tools whose verb ``words`` start with, keeping only those with the longest such
     verb: "finish the rest" is a continuation, not "finish" (complete) on "the rest"; "mark as
     not done" reopens, not "mark". A verb that names its tool only in a step about the tool's
-    subject counts only in such a step, or one that quotes a title (``quoted``)."""
-    matched = {tool.name: _verb_for(words, tool, quoted) for tool in tools}
+    subject counts only in such a step (its words, or the rest of its ``clause``: "put X and Y
+    on my list"), or one that quotes a title (``quoted``)."""
+    matched = {tool.name: _verb_for(words, tool, quoted, clause) for tool in tools}
     longest = max((len(verb) for verb in matched.values() if verb), default=0)
     return [name for name, verb in matched.items() if verb and len(verb) == longest]
 
 
-def _verb_for(words: str, tool: BaseTool, quoted: bool) -> str | None:
+def _verb_for(words: str, tool: BaseTool, quoted: bool, clause: str = "") -> str | None:
     """The verb of ``tool`` that ``words`` start with, counting a verb that needs the tool's
     subject only when the rest of the words are about it (or the step quotes a title)."""
     verbs = _verbs(tool)
@@ -223,7 +224,8 @@ def _verb_for(words: str, tool: BaseTool, quoted: bool) -> str | None:
     found = [verb_at_start(words, [verb for verb in verbs if verb not in needing])]
     weak = verb_at_start(words, [verb for verb in verbs if verb in needing])
     pattern = str(subject.get("pattern") or "")
-    if weak is not None and pattern and re.search(pattern, _after(words, weak), re.IGNORECASE):
+    about = f"{_after(words, weak)} {_after(clause, weak)}" if weak is not None else ""
+    if weak is not None and pattern and re.search(pattern, about, re.IGNORECASE):
         found.append(weak)
     return max((verb for verb in found if verb), key=len, default=None)
 
@@ -319,8 +321,10 @@ def plan_items(
             continue  # no item: a continuation's items are the rows it copies
         target = core_phrase(step, verb_at_start(step.phrase, verbs.get(tool, ())))
         creates = tool.startswith("add")
+        pointed = None if creates else _pointed_with_quote(step, verbs.get(tool, ()))
+        target = pointed or target
         targets = [target]
-        if not step.quoted and refers_back(target):
+        if (pointed or not step.quoted) and refers_back(target):
             # "I paid the bill, tick it off": "it" is the words before; "check both off" acts
             # on the two things said before it, each an item of its own.
             found = _referents(steps[:index], chosen, verbs, referents_wanted(target), earlier)
@@ -345,6 +349,25 @@ def plan_items(
     return items
 
 
+_POINTED_TO_QUOTE = re.compile(
+    r"^\s*(?P<ref>(?:it|that|this)(?:\s+(?:one|task|todo|item))?|them|both)\s+"
+    r"(?:to|into|as)\s+['\"\u2018\u201c]",
+    re.IGNORECASE,
+)
+
+
+def _pointed_with_quote(step: RequestStep, verbs: Sequence[str]) -> str | None:
+    """The pointing word a quoted step acts on ("rename it to 'x'": "it"; the quote is the
+    new value, not the task), or None."""
+    if not step.quoted:
+        return None
+    verb = verb_at_start(step.words, list(verbs))
+    text = " ".join(step.words.split())
+    start = text.casefold().find(verb.casefold()) + len(verb) if verb else -1
+    match = _POINTED_TO_QUOTE.match(text[start:]) if verb and start >= len(verb) else None
+    return match["ref"] if match else None
+
+
 def _shown(title: str) -> str:
     """A row's title: the words as said, cut with an ellipsis past a title's length (the
     target in the row's context stays whole, so nothing is done to a cut title)."""
@@ -365,20 +388,27 @@ def _referents(
     named: list[str] = []
     kind: object = None
     for step in reversed(before):
-        if step.heading or negated(step.words) is not None or retraction(step.words) is not None:
+        if step.heading or retraction(step.words) is not None:
             continue
+        rest = negated(step.words)
+        if rest is not None:  # "don't delete 'x', just mark it done": the thing is still named
+            step = step if step.quoted else RequestStep(rest, rest, False, rest)
         tool = chosen.get(step.words, NOT_AN_ACTION)
         if named and tool != kind:
             break
         kind = tool
         verb = verb_at_start(step.phrase, list(verbs.get(str(tool), ()))) if tool else None
         target = core_phrase(step, verb)
-        if not refers_back(target):
+        if not refers_back(target) and content_stems(target) - LIGHT_VERBS:
             named.insert(0, target)
     found = named or list(earlier)
     if not found or (wanted is not None and len(found) != wanted):
         return None
     return found
+
+
+LIGHT_VERBS = frozenset({"do", "just", "make", "get", "go", "have", "finish", "done"})
+"""Words that name no task on their own: "I just did it" says nothing "it" could mean."""
 
 
 def named_tasks(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> list[str]:

@@ -600,10 +600,16 @@ CONFIRM_CALL_PREFIX = "call_confirm_"
 YES = re.compile(r"^(?:y|yes|yeah|yep|ok|okay|sure|go ahead|do it|please do|1)\b", re.IGNORECASE)
 
 
-def _from_request(planned: PlannedAction, request: str) -> bool:
-    """Whether the user's words of this turn hold the words the action was planned from."""
-    said = " ".join(planned.clause.split()).casefold()
-    return bool(said) and said in " ".join(request.split()).casefold()
+def _from_request(planned: PlannedAction, said: Sequence[str]) -> bool:
+    """Whether the user's own words (this turn's request, or the previous one that a pointing
+    word of this turn reached back to) hold what the action acts on or the words it was
+    planned from."""
+    texts = [" ".join(text.split()).casefold() for text in said]
+    return any(
+        part and part in text
+        for part in (" ".join(planned.target.split()).casefold(), planned.clause.casefold())
+        for text in texts
+    )
 
 
 def _unconfirmed(
@@ -620,7 +626,8 @@ def _unconfirmed(
     said yes; a "no" (or no way to ask) closes the item, nothing changed."""
     if not (tool.metadata or {}).get(LOOKUP_TOOL_METADATA):
         return None  # it acts on no existing task: what it does can be taken back
-    if _from_request(planned, request):
+    requests = [m.text for m in history if isinstance(m, HumanMessage) and not m.name]
+    if _from_request(planned, [request, *requests[-2:-1]]):
         return None
     action = f"{planned.tool} on '{planned.target}'"
     answer = next(

@@ -93,12 +93,7 @@ TASK_VERBS_NEEDING_SUBJECT: frozenset[str] = frozenset(
         "finish",
         "close",
         "tick",
-        "i finished",
-        "i completed",
         "i did",
-        "i've done",
-        "i have done",
-        "i'm done with",
         # update: "change my mind", "update me".
         "change",
         "update",

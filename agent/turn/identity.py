@@ -14,6 +14,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from storage.ids import canonical_id
+
 REMINDER_NAME = "turnplan"
 """``name`` of the human-role reminders the graph itself writes; they never open a turn."""
 
@@ -59,14 +61,16 @@ def conversation_id_of(
     explicit: str | None, config: RunnableConfig | None, previous: str = ""
 ) -> str:
     """Explicit context value, else the thread id, else the id this state already had, else a
-    fresh one (a run without a thread is a conversation of one turn)."""
+    fresh one (a run without a thread is a conversation of one turn); always in its canonical
+    form (``storage.ids``), the one the ownership check, the rows and the task file all use,
+    so a conversation spelt another way is still the same conversation with the same owner."""
     if explicit:
-        return explicit
+        return canonical_id(explicit)
     configurable = (config or {}).get("configurable") or {}
     thread_id = configurable.get("thread_id")
     if thread_id:
-        return str(thread_id)
-    return previous or str(uuid.uuid4())
+        return canonical_id(str(thread_id))
+    return canonical_id(previous) if previous else str(uuid.uuid4())
 
 
 def issuing_message(messages: Sequence[AnyMessage], tool_call_id: str) -> AIMessage | None:

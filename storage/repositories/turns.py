@@ -7,23 +7,27 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.ids import canonical_id
 from storage.models import Conversation, Turn, TurnBranch, utc_now_iso
 from storage.repositories.turn_steps import TurnStepRepository
 from storage.repositories.turn_todos import TurnScope
 
 
 class ConversationRepository:
-    """Who owns which conversation."""
+    """Who owns which conversation. Ids are looked up and stored in their canonical form
+    (``storage.ids``), as the task files are named: a re-spelt id is the same conversation
+    with the same owner, however it reached the check."""
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
     async def owner_of(self, conversation_id: str) -> str | None:
-        conversation = await self._session.get(Conversation, conversation_id)
+        conversation = await self._session.get(Conversation, canonical_id(conversation_id))
         return None if conversation is None else conversation.ownerUserId
 
     async def claim(self, conversation_id: str, user_id: str) -> str:
         """The conversation's owner, making ``user_id`` the owner of a new conversation."""
+        conversation_id = canonical_id(conversation_id)
         owner = await self.owner_of(conversation_id)
         if owner is not None:
             return owner

@@ -23,13 +23,14 @@ import {
   useLangGraphUIMessages,
   type LangChainMessage,
 } from "@assistant-ui/react-langgraph";
-import { Client } from "@langchain/langgraph-sdk";
+import type { Client } from "@langchain/langgraph-sdk";
+import { makeClient, savedToken, saveToken } from "./connection";
 import { MARKS, PlanCard, type PlanCardProps, type Todo } from "./PlanCard";
 
 const GRAPH = "supervisor";
 /** The reason a cancelled row gets when the user types none. */
 const DEFAULT_CANCEL_REASON = "Cancelled in the web UI";
-const client = new Client({ apiUrl: `${window.location.origin}/api` });
+const API_URL = `${window.location.origin}/api`;
 
 type Values = {
   todos?: Todo[];
@@ -46,15 +47,24 @@ export function App() {
   approveRef.current = approvePlan;
   const threadRef = useRef<string | undefined>(undefined);
   const [reasked, setReasked] = useState<Reasked | null>(null);
+  // The bearer token for a server with TURNPLAN_AUTH_TOKENS (connection.ts); every request
+  // reads the current client, so a token typed in mid-session applies to the next request.
+  const [token, setToken] = useState(() => savedToken(window.localStorage));
+  const clientRef = useRef<Client>(makeClient(API_URL, token));
+  const changeToken = (value: string) => {
+    setToken(value);
+    saveToken(window.localStorage, value);
+    clientRef.current = makeClient(API_URL, value);
+  };
 
   const runtime = useLangGraphRuntime({
     create: async () => {
-      const thread = await client.threads.create();
+      const thread = await clientRef.current.threads.create();
       threadRef.current = thread.thread_id;
       return { externalId: thread.thread_id };
     },
     load: async (threadId: string) => {
-      const state = await client.threads.getState<Record<string, unknown>>(threadId);
+      const state = await clientRef.current.threads.getState<Record<string, unknown>>(threadId);
       const values = (state.values ?? {}) as Record<string, unknown>;
       return {
         messages: (values.messages as LangChainMessage[]) ?? [],
@@ -65,7 +75,7 @@ export function App() {
       const { externalId } = await initialize();
       if (!externalId) throw new Error("no thread");
       threadRef.current = externalId;
-      yield* client.runs.stream(externalId, GRAPH, {
+      yield* clientRef.current.runs.stream(externalId, GRAPH, {
         input: messages.length > 0 ? { messages } : null,
         // A resume must not change the run's context; a new turn says whether to ask first.
         ...(command ? { command } : { context: { approve_plan: approveRef.current } }),
@@ -89,6 +99,16 @@ export function App() {
             />{" "}
             Ask me to approve each plan
           </label>
+          <label className="option">
+            Token{" "}
+            <input
+              type="password"
+              aria-label="Token"
+              placeholder="only if the server has TURNPLAN_AUTH_TOKENS"
+              value={token}
+              onChange={(e) => changeToken(e.target.value)}
+            />
+          </label>
           <ThreadPrimitive.Root className="thread">
             <ThreadPrimitive.Viewport className="viewport">
               <ThreadPrimitive.Messages components={{ UserMessage, AssistantMessage }} />
@@ -105,7 +125,7 @@ export function App() {
           </ThreadPrimitive.Root>
         </main>
         <aside className="side">
-          <Plan threadRef={threadRef} onReasked={setReasked} />
+          <Plan threadRef={threadRef} clientRef={clientRef} onReasked={setReasked} />
         </aside>
       </div>
     </AssistantRuntimeProvider>
@@ -142,9 +162,11 @@ type Reasked = { over: string; value: unknown };
 /** The turn's plan: the live card the server pushes (generative UI), else `values.todos`. */
 function Plan({
   threadRef,
+  clientRef,
   onReasked,
 }: {
   threadRef: React.MutableRefObject<string | undefined>;
+  clientRef: React.MutableRefObject<Client>;
   onReasked: (reasked: Reasked | null) => void;
 }) {
   const values = (useLangGraphState<Values>() ?? {}) as Values;
@@ -172,7 +194,7 @@ function Plan({
     if (!thread) return;
     setError(null);
     try {
-      const result = (await client.runs.wait(thread, GRAPH, {
+      const result = (await clientRef.current.runs.wait(thread, GRAPH, {
         input: { planEdits },
       })) as Values & { __error__?: { message?: string } };
       if (result?.__error__) {
@@ -181,7 +203,7 @@ function Plan({
       }
       setValues((previous) => ({ ...(previous ?? {}), ...result }));
       // A paused turn is asked again with the edited plan: show that pause, not the old one.
-      const state = await client.threads.getState(thread);
+      const state = await clientRef.current.threads.getState(thread);
       const pending = (state.tasks ?? []).flatMap((task) => task.interrupts ?? [])[0];
       onReasked(pending && interrupt ? { over: JSON.stringify(interrupt.value), value: pending.value } : null);
     } catch (problem) {

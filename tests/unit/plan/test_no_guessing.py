@@ -194,3 +194,42 @@ def test_an_action_from_this_turns_own_words_is_not_asked_about(tools: list[Any]
 
     assert binding.reply is not None
     assert binding.reply.tool_calls[0]["name"] == "list_tasks"
+
+
+def test_words_that_name_nothing_are_no_referent_and_it_reaches_the_previous_turn(
+    tools: list[Any],
+) -> None:
+    earlier = [HumanMessage("Add 'renew the car insurance' to my tasks."), AIMessage("Done.")]
+
+    assert planned(tools, "I just did it, mark it done.", earlier) == [
+        ("complete_task", "renew the car insurance")
+    ]
+
+
+def test_a_negated_step_still_names_what_it_points_at(tools: list[Any]) -> None:
+    request = "Don't delete 'pay the rent', just mark it as done."
+
+    assert planned(tools, request) == [("complete_task", "pay the rent")]
+
+
+def test_rename_it_to_a_quote_renames_what_it_means_to_the_quote(tools: list[Any]) -> None:
+    earlier = [HumanMessage("Add 'dentist'."), AIMessage("Done: add_task: dentist")]
+
+    assert planned(tools, "Rename it to 'book the dentist appointment'.", earlier) == [
+        ("update_task", "dentist")
+    ]
+
+
+def test_the_subject_may_stand_anywhere_in_the_clause(tools: list[Any]) -> None:
+    request = "Put call the landlord and fix the leaking tap on my list."
+
+    assert planned(tools, request) == [
+        ("add_task", "call the landlord"),
+        ("add_task", "fix the leaking tap"),
+    ]
+
+
+def test_a_first_person_report_of_a_task_done_completes_the_task_it_fully_names(
+    tools: list[Any],
+) -> None:
+    assert planned(tools, "I'm done with the laundry.") == [("complete_task", "laundry")]
