@@ -22,6 +22,29 @@ class UnknownContextKeyError(TypeError):
     graph). A ``TypeError``, as an unexpected keyword argument is; the message names the key."""
 
 
+LIMIT_CEILINGS: dict[str, int] = {
+    "max_title_length": 1_000,
+    "max_text_length": 10_000,
+    "max_batch_items": 200,
+    "max_plan_rows": 200,
+    "max_plan_edits": 200,
+    "max_message_chars": 200_000,
+    "base_iterations": 1_000,
+    "max_iterations": 1_000,
+    "history_limit": 200,
+    "max_parallel_tools": 32,
+    "max_idle_rounds": 100,
+    "max_reminders": 20,
+    "max_retries": 10,
+    "request_timeout": 600,
+}
+"""The highest value a run's context may give each limit of the work a run may cause (rows,
+edits, message size, LLM calls, messages per call, tools at once, retries, seconds per model
+request). Any client of the server sends its own context, so a limit it could raise at will
+would protect nothing: the settings may lower these, never pass them (the largest allowed plan
+work is measured against them: ``tests/integration/server/test_input_limits_served.py``)."""
+
+
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run of the supervisor graph.
@@ -125,6 +148,32 @@ class Context:
         default=50,
         metadata={"description": "Most items one create_todo call may create."},
     )
+    max_plan_rows: int = field(
+        default=100,
+        metadata={
+            "description": "Most rows one turn's plan may hold, closed ones included: "
+            "create_todo, planEdits adds and a continued plan are refused "
+            "(VALIDATION_ERROR, nothing written) past it. Every row is shown with every LLM "
+            "call of the turn, so this bounds its prompt. At most "
+            f"{LIMIT_CEILINGS['max_plan_rows']}."
+        },
+    )
+    max_plan_edits: int = field(
+        default=50,
+        metadata={
+            "description": "Most planEdits operations one run may send (more: VALIDATION_ERROR, "
+            f"nothing changed). At most {LIMIT_CEILINGS['max_plan_edits']}."
+        },
+    )
+    max_message_chars: int = field(
+        default=32_000,
+        metadata={
+            "description": "Most characters the new messages of one run may hold together "
+            "(content blocks counted as their JSON). More is refused with inputError "
+            "(VALIDATION_ERROR) and the messages are removed from the thread: no turn starts. At "
+            f"most {LIMIT_CEILINGS['max_message_chars']}."
+        },
+    )
     max_parallel_tools: int = field(
         default=8,
         metadata={
@@ -213,9 +262,18 @@ class Context:
             value = _as_number(name, getattr(self, name), int)
             if value < 1:
                 raise ValueError(f"Context.{name} must be at least 1, got {value}.")
+            ceiling = LIMIT_CEILINGS.get(name)
+            if ceiling is not None and value > ceiling:
+                raise ValueError(f"Context.{name} must be at most {ceiling}, got {value}.")
             setattr(self, name, value)
         if self.max_reminders < 0 or self.max_retries < 0:
             raise ValueError("Context.max_reminders and max_retries must not be negative.")
+        for name in ("max_reminders", "max_retries"):
+            if getattr(self, name) > LIMIT_CEILINGS[name]:
+                raise ValueError(
+                    f"Context.{name} must be at most {LIMIT_CEILINGS[name]}, "
+                    f"got {getattr(self, name)}."
+                )
         if self.max_turn_tokens is not None:
             self.max_turn_tokens = _as_number("max_turn_tokens", self.max_turn_tokens, int)
             if self.max_turn_tokens < 1:
@@ -224,8 +282,11 @@ class Context:
                     f"{self.max_turn_tokens}."
                 )
         self.request_timeout = _as_number("request_timeout", self.request_timeout, float)
-        if self.request_timeout <= 0:
-            raise ValueError("Context.request_timeout must be a positive number of seconds.")
+        if not 0 < self.request_timeout <= LIMIT_CEILINGS["request_timeout"]:
+            raise ValueError(
+                "Context.request_timeout must be a positive number of seconds, at most "
+                f"{LIMIT_CEILINGS['request_timeout']}."
+            )
         if self.base_iterations > self.max_iterations:
             raise ValueError(
                 f"Context.base_iterations ({self.base_iterations}) must not exceed "
@@ -250,6 +311,9 @@ _POSITIVE_INTS = (
     "max_title_length",
     "max_text_length",
     "max_batch_items",
+    "max_plan_rows",
+    "max_plan_edits",
+    "max_message_chars",
     "max_parallel_tools",
     "max_idle_rounds",
 )

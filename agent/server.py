@@ -22,6 +22,11 @@ LangSmith deployment. Middleware of ``app`` wraps every route the server has, so
 read everyone's threads. The routes ``app`` may add later are behind the authenticate handler
 (``http.enable_custom_route_auth``). Origins: ``OriginGuard`` (``agent.origins``) refuses
 state-changing requests a foreign web page may have sent, before any route (these included).
+
+Size: ``RequestBodyCap`` caps every request body at ``MAX_REQUEST_BYTES`` (413 beyond it, before
+the server reads it): the server parses and stores what a client posts (a run's input goes into
+the thread's checkpoints before the graph can refuse it), so the caps on each input
+(``agent.turn.run_input``, ``agent.turn.plan_edits``) need one on the whole request too.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from langgraph_sdk.runtime import ServerRuntime
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.auth import TOKENS_ENV, tokens_required
 from agent.context import Context, check_context_keys
@@ -92,4 +97,78 @@ class DevRoutesGuard:
         await self.app(scope, receive, send)
 
 
-app = Starlette(lifespan=lifespan, middleware=[Middleware(OriginGuard), Middleware(DevRoutesGuard)])
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""Largest request body the server reads: room for the largest input the caps allow (200 plan
+edits of the longest title and description, or a message of 200,000 characters, in JSON)."""
+
+
+class RequestBodyCap:
+    """Answer 413 to a request whose body passes ``MAX_REQUEST_BYTES``: by its Content-Length
+    before anything is read, else (a chunked body) as soon as the bytes read pass it, before
+    the server sees any of them."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) <= MAX_REQUEST_BYTES:
+            await self.app(scope, receive, send)
+            return
+        if length is not None:
+            await _too_large(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        if body is None:
+            await _too_large(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+async def _read_body(receive: Receive) -> list[Message] | None:
+    """The request's body messages, or None once they pass ``MAX_REQUEST_BYTES``."""
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        size += len(message.get("body", b""))
+        if size > MAX_REQUEST_BYTES:
+            return None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A ``receive`` that hands the app the body messages already read, then the client's
+    own (its disconnect, which a streaming response listens for)."""
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
+
+
+async def _too_large(scope: Scope, receive: Receive, send: Send) -> None:
+    refused = JSONResponse(
+        {
+            "detail": f"The request body is larger than {MAX_REQUEST_BYTES} bytes, the most "
+            "this server reads. Nothing was done: send less per request."
+        },
+        status_code=413,
+    )
+    await refused(scope, receive, send)
+
+
+app = Starlette(
+    lifespan=lifespan,
+    middleware=[
+        Middleware(OriginGuard),
+        Middleware(RequestBodyCap),
+        Middleware(DevRoutesGuard),
+    ],
+)

@@ -88,18 +88,20 @@ class InputState:
     ] = field(default_factory=list)
 
     planEdits: Annotated[
-        list[dict[str, Any]],
+        list[dict[str, Any]] | None,
         Field(
             description=(
                 "Edits to the current turn's plan, sent without a new message and applied with "
                 'no LLM call: {"op": "add", "title", "description"?}, {"op": "cancel", "id", '
-                '"reason"?}, {"op": "move", "id", "position"} (0-based among the open rows). A '
-                "paused turn stays paused and is asked again with the edited plan; "
-                "planEditResult says what was done. Emptied by every `plan` step "
+                '"reason"?}, {"op": "move", "id", "position"} (0-based among the open rows, an '
+                "integer). 1 to `Context.max_plan_edits` edits (default 50); an empty list, a "
+                "longer one or a field of the wrong type is refused with VALIDATION_ERROR and "
+                "nothing changes. A paused turn stays paused and is asked again with the edited "
+                "plan; planEditResult says what was done. Set back to None by every `plan` step "
                 "(`agent.turn.plan_edits`)."
             )
         ),
-    ] = field(default_factory=list)
+    ] = None
 
     continuePlan: Annotated[
         bool,
@@ -109,7 +111,8 @@ class InputState:
                 "open rows become this turn's plan (`agent.turn.continuation`). With a new human "
                 "message it is that turn's; without one, the turn is 'continue the plan' alone. "
                 "Read once by `plan`, which sets it back to False, so the next run does not "
-                "continue again unless it asks."
+                "continue again unless it asks. A JSON boolean only: anything else is refused "
+                "(inputError)."
             )
         ),
     ] = False
@@ -290,6 +293,21 @@ class SupervisorState(InputState):
                 'What this run\'s `planEdits` did: `{"status": "applied", "applied": <count>}` '
                 'or `{"status": "error", "error", "message", "suggestion", "edit"?}` (nothing '
                 "changed). None in a run that sent none."
+            )
+        ),
+    ] = None
+
+    inputError: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description=(
+                "Why this run's input was refused, if it was: "
+                '`{"error": "VALIDATION_ERROR", "message", "suggestion", "field", "limit"?}` '
+                "(new messages longer than `Context.max_message_chars`, a `continuePlan` that "
+                "is not a boolean, a continuation past `Context.max_plan_rows`). A refused run "
+                "changes nothing: its messages are removed from the thread, no turn starts, and "
+                "a paused turn is asked again. None when the input was accepted "
+                "(`agent.turn.run_input`)."
             )
         ),
     ] = None
@@ -476,6 +494,10 @@ class OutputState:
     planEditResult: Annotated[
         dict[str, Any] | None,
         Field(description="What this run's `planEdits` did (see SupervisorState)."),
+    ] = None
+    inputError: Annotated[
+        dict[str, Any] | None,
+        Field(description="Why this run's input was refused, if it was (see SupervisorState)."),
     ] = None
     verifierCalls: VerifierCalls = 0
     verifierTokens: SideModelTokens = 0

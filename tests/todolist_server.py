@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -53,7 +54,12 @@ class HttpServer:
 
 
 @asynccontextmanager
-async def http_server(*options: str) -> AsyncIterator[HttpServer]:
+async def http_server(
+    *options: str, env: Mapping[str, str] | None = None
+) -> AsyncIterator[HttpServer]:
+    """The server on a free port; ``env`` adds to this process's environment (from which any
+    ``TURNPLAN_AUTH_TOKENS`` of the machine is removed)."""
+    environment = {k: v for k, v in os.environ.items() if k != "TURNPLAN_AUTH_TOKENS"}
     process = await asyncio.create_subprocess_exec(
         *COMMAND,
         "--transport",
@@ -65,6 +71,7 @@ async def http_server(*options: str) -> AsyncIterator[HttpServer]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
+        env={**environment, **(env or {})},
     )
     server = HttpServer(process)
     reader = asyncio.create_task(server.read_log())

@@ -311,8 +311,14 @@ async def serve_mcp_http(
     server: TodoListServer, *, host: str, port: int, idle_timeout: float | None
 ) -> int:
     """Serve until SIGINT/SIGTERM; the URL, then each session opened and closed, go to stderr."""
+    from agent.auth import TOKENS_ENV, configured_tokens
     from agent.todolist.transports import DEFAULT_IDLE_TIMEOUT, endpoint_url, listen, serve_http
 
+    try:
+        tokens = configured_tokens()
+    except ValueError as error:
+        print(f"turnplan mcp: {error}", file=sys.stderr)
+        return 2
     try:
         sock = listen(host, port)
     except (OSError, OverflowError) as error:
@@ -331,7 +337,9 @@ async def serve_mcp_http(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop_requested.set)
     print(
-        f"Todolist MCP server (streamable HTTP): {endpoint_url(sock)}\nPress Ctrl-C to stop.",
+        f"Todolist MCP server (streamable HTTP): {endpoint_url(sock)}\n"
+        + (f"Bearer tokens required ({TOKENS_ENV}).\n" if tokens else "")
+        + "Press Ctrl-C to stop.",
         file=sys.stderr,
         flush=True,
     )
@@ -341,6 +349,7 @@ async def serve_mcp_http(
             sock,
             stop=stop_requested,
             idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout,
+            tokens=tokens,
         )
     print("Todolist MCP server stopped.", file=sys.stderr, flush=True)
     return 0

@@ -59,6 +59,12 @@ from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.question import answer_with_message, pending_question, question_was_asked
 from agent.turn.resume import resumed_turn_of_run, resumed_turn_update
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over
+from agent.turn.run_input import (
+    continuation_problem,
+    input_problem,
+    refused_input,
+    run_messages,
+)
 from agent.turn.superseded import close_superseded_turns, superseded_note
 from prompts import load_prompt
 from storage.repositories import TurnScope
@@ -145,16 +151,22 @@ async def close_superseded(deps: SupervisorDeps, scope: TurnScope, identity: Run
 def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
     async def plan_step(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         """Every ``plan`` update empties ``planEdits`` (an input, taken once) and says what
-        this run's edits did (None: it sent none), so ``after_plan`` reads this run's."""
+        this run's edits did (None: it sent none) and whether its input was refused, so
+        ``after_plan`` reads this run's. An empty list is edits sent, and refused."""
         context = runtime.context or Context()
         human = latest_human_message(state.messages)
         new_message = human is not None and bool(human.id) and human.id != state.turnMessageId
-        if state.planEdits and not new_message:
+        added = run_messages(state.messages, state.turnMessageId) if new_message else []
+        problem = input_problem(state.continuePlan, added, context)
+        if problem is not None:  # refused before any work: agent.turn.run_input
+            return {**refused_input(problem, added), "planEdits": None}
+        edits_sent = state.planEdits is not None
+        if edits_sent and not new_message:
             update = await edit_plan(deps, state, context)
         else:
             update = await plan(state, runtime=runtime)
-            update.setdefault("planEditResult", EDITS_WITH_MESSAGE if state.planEdits else None)
-        return {**update, "planEdits": []}
+            update.setdefault("planEditResult", EDITS_WITH_MESSAGE if edits_sent else None)
+        return {"inputError": None, **update, "planEdits": None}
 
     async def plan(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         update = await plan_turn(state, runtime)
@@ -227,6 +239,14 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             # A server retry whose checkpoint is older than its turn: the turn it began.
             turn_id=resent or turn_id_of(human),
         )
+        if state.continuePlan and context.planning != "off":
+            try:
+                too_long = await continuation_problem(deps.database, named, plan_limits(context))
+            except ToolFailure as failure:
+                return end_turn_with_failure(failure.message, None)
+            if too_long is not None:  # nothing begun, nothing copied
+                added = [] if human is asked else run_messages(history, state.turnMessageId)
+                return refused_input(too_long, added)
         request = message_text(human)
         turn_start: dict[str, Any] = {
             "conversationId": named.conversation_id,
@@ -292,7 +312,8 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
             # Before the open rows are read: a stopped run's rows are closed, not offered.
             superseded = await close_superseded(deps, claim.scope, identity)
             if state.continuePlan:
-                continued = await continue_open_rows(deps.database, claim.scope)
+                limits = plan_limits(context)
+                continued = await continue_open_rows(deps.database, claim.scope, None, limits)
                 claim = replace(claim, rows=continued.change.rows)
                 if not claim.rows:
                     return nothing_to_continue(turn_start)

@@ -32,6 +32,7 @@ class RouteView:
     approvePlan: bool = False
     planApproved: bool = False
     planEditResult: dict[str, Any] | None = None
+    inputError: dict[str, Any] | None = None
 
 
 def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[str]:
@@ -60,8 +61,9 @@ def after_model_step(state: RouteView) -> ModelStepTarget:
 def after_plan(state: RouteView) -> ModelStepTarget:
     """After ``plan``: as after a model step, except in a run that only edited the plan
     (``planEditResult`` set, no LLM call made): back to the pause the turn was at (its
-    unanswered ``ask_user`` call, or ``drain`` for a plan awaiting approval), else the end."""
-    if state.planEditResult is None:
+    unanswered ``ask_user`` call, or ``drain`` for a plan awaiting approval), else the end. A
+    run whose input was refused (``inputError``) changed nothing, and goes the same way."""
+    if state.planEditResult is None and state.inputError is None:
         return after_model_step(state)
     if state.turnStatus != "running":
         return "__end__"

@@ -1,26 +1,41 @@
 """How a client reaches the todolist server: stdio (one session per process) or streamable HTTP.
 
 Wiring only: the tools and the lists live in ``mcp_server`` and ``sessions``.
+
+Over HTTP a session id is a capability: whoever holds it reads and replaces that session's
+list. With ``TURNPLAN_AUTH_TOKENS`` set (the same ``{"<token>": "<user>"}`` the LangGraph server
+reads, ``agent.auth``), every request needs ``Authorization: Bearer <token>`` (401 without), and
+the SDK's session manager binds each session to the user whose token opened it: another user's
+request naming that session id gets the 404 of a session that does not exist. Without tokens
+the server is open, for one developer on a loopback address.
+
+The session manager also caps what a client can make the server hold: ``MAX_SESSIONS`` open
+sessions (one more: 503) and ``MAX_REQUEST_BYTES`` per request body (more: 413, before it is
+parsed); the lists' own caps are in ``sessions`` and ``validation``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Final
 
 import anyio
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import AccessToken
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent.todolist.mcp_server import TodoListServer
 
@@ -30,6 +45,37 @@ DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 SDK's own default), so clients that vanish without closing their session do not pile up."""
 
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+MAX_SESSIONS: Final = 1_000
+"""Open HTTP sessions at once (the SDK's default is 10,000); a request that would open one
+more gets 503 until a session ends or idles out."""
+MAX_REQUEST_BYTES: Final = 256 * 1024
+"""Largest request body (the SDK's default is 4 MiB): room for the largest list a session may
+keep (64 KiB of JSON) with escaping to spare; a larger body gets 413 before it is parsed."""
+
+
+class KnownTokens:
+    """The SDK's ``TokenVerifier`` over ``TURNPLAN_AUTH_TOKENS``: a known token is its user
+    (the subject the session manager binds a session to)."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self._tokens = dict(tokens)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        # Every known token is compared in constant time, so timing tells nothing of them.
+        user = None
+        for known, owner in self._tokens.items():
+            if hmac.compare_digest(known.encode(), token.strip().encode()):
+                user = owner
+        if user is None:
+            return None
+        return AccessToken(token=token, client_id=user, scopes=[], subject=user)
+
+
+def require_tokens(app: ASGIApp, tokens: Mapping[str, str]) -> ASGIApp:
+    """``app`` behind the SDK's bearer-token check (401 for a missing or unknown token); the
+    authenticated user is what the session manager binds sessions to."""
+    backend = BearerAuthBackend(KnownTokens(tokens))
+    return AuthenticationMiddleware(RequireAuthMiddleware(app, required_scopes=[]), backend=backend)
 
 
 async def serve_stdio(server: TodoListServer) -> None:
@@ -56,6 +102,7 @@ async def serve_http(
     *,
     stop: asyncio.Event,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    tokens: Mapping[str, str] | None = None,
 ) -> None:
     """Serve streamable HTTP on ``sock`` (path ``/mcp``) until ``stop`` is set.
 
@@ -63,6 +110,7 @@ async def serve_http(
     a response that never finishes on its own, and uvicorn waits for every response before it
     stops. Sessions still open then end with the session manager, and their lists with them.
     (Ending the sessions first instead makes the SDK log a traceback for every open stream.)
+    ``tokens``: bearer token -> user; when given, every request needs one (module docstring).
     """
     host = sock.getsockname()[0]
     logging.getLogger("mcp.server.streamable_http").addFilter(_closed_stream_traceback)
@@ -70,8 +118,13 @@ async def serve_http(
         app=server,
         security_settings=_security_settings(host),
         session_idle_timeout=idle_timeout,
+        max_request_body_size=MAX_REQUEST_BYTES,
+        max_sessions=MAX_SESSIONS,
     )
-    app = Starlette(routes=[Route(MCP_PATH, endpoint=_SessionEndpoint(manager))])
+    endpoint: ASGIApp = _SessionEndpoint(manager)
+    if tokens:
+        endpoint = require_tokens(endpoint, tokens)
+    app = Starlette(routes=[Route(MCP_PATH, endpoint=endpoint)])
     http = _Uvicorn(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     async with manager.run():
         serving = asyncio.create_task(http.serve(sockets=[sock]))

@@ -17,6 +17,11 @@ from typing import Any, Final, TypeGuard
 from agent.todolist.schemas import GET_TOOL, SET_TOOL, STATUSES, Status, Todo
 
 FIELDS: Final = ("content", "status", "activeForm")
+MAX_ITEMS: Final = 100
+"""Most items one list may hold: a session's list is kept in the server's memory until the
+session ends, so it has a size like everything else a client can make the server keep."""
+MAX_LIST_BYTES: Final = 64 * 1024
+"""Most bytes of a list, as UTF-8 JSON (the seed's own encoding of it)."""
 
 
 class ErrorCode(StrEnum):
@@ -30,6 +35,11 @@ class ErrorCode(StrEnum):
     """The arguments do not have the input schema's shape (a field missing, unknown or not a
     string, ``todos`` not an array)."""
     UNKNOWN_TOOL = "unknown_tool"
+    LIST_TOO_LARGE = "list_too_large"
+    """More than ``MAX_ITEMS`` items, or more than ``MAX_LIST_BYTES`` bytes; nothing stored."""
+    SERVER_FULL = "server_full"
+    """The lists of the open sessions already hold the server's memory budget for lists
+    (``agent.todolist.sessions``); nothing stored. Shorter lists, or fewer sessions, fit."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ def parse_set_arguments(arguments: Mapping[str, Any] | None) -> list[Todo]:
             f"'todos' must be an array of {{content, status, activeForm}} objects, "
             f"not {_json_type(items)}",
         )
+    _check_size(items)
     problems = [problem for index, item in enumerate(items) for problem in _check(index, item)]
     in_progress = [
         index
@@ -108,6 +119,29 @@ def parse_set_arguments(arguments: Mapping[str, Any] | None) -> list[Todo]:
         Todo(content=item["content"], status=item["status"], activeForm=item["activeForm"])
         for item in items
     ]
+
+
+def list_bytes(items: list[Any]) -> int:
+    """The size of a list as UTF-8 JSON: what the caps and the server's budget count."""
+    return len(json.dumps(items, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _check_size(items: list[Any]) -> None:
+    """Refuse a list past ``MAX_ITEMS`` or ``MAX_LIST_BYTES`` before its items are checked one
+    by one (a problem per item of a huge list would be a huge error)."""
+    if len(items) > MAX_ITEMS:
+        raise TodoListError.single(
+            ErrorCode.LIST_TOO_LARGE,
+            f"'todos' has {len(items)} items; a list may have at most {MAX_ITEMS}: merge "
+            "related steps, or drop completed ones",
+        )
+    size = list_bytes(items)
+    if size > MAX_LIST_BYTES:
+        raise TodoListError.single(
+            ErrorCode.LIST_TOO_LARGE,
+            f"'todos' is {size} bytes as JSON; a list may have at most {MAX_LIST_BYTES}: "
+            "shorten the items' content and activeForm",
+        )
 
 
 def _check(index: int, item: object) -> list[Problem]:

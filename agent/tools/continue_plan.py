@@ -22,8 +22,9 @@ from agent.tool_names import (
     IN_ORDER_METADATA,
     REQUEST_VERBS_METADATA,
 )
-from agent.tools.runtime import ToolRuntimeT, call_key, state_value, turn_scope
+from agent.tools.runtime import ToolRuntimeT, call_key, run_context, state_value, turn_scope
 from agent.turn.continuation import ContinuedPlan, continue_open_rows
+from agent.turn.plan_rows import plan_limits
 from agent.turn.progress import emit_todo_events
 from agent.turn.rows_handoff import step_rows
 from prompts import load_prompt
@@ -68,7 +69,8 @@ def build_continue_tool(database: Database) -> BaseTool:
             # of the step uses them (``agent.turn.rows_handoff``).
             carried.take(state_value(runtime, "todos"), scope, step)
         receipt = (call_key(runtime, CONTINUE_OPEN_TODOS), continued_result)
-        continued = await continue_open_rows(database, scope, receipt)
+        limits = plan_limits(run_context(runtime))
+        continued = await continue_open_rows(database, scope, receipt, limits)
         if carried is not None:
             carried.hand(state_value(runtime, "todos"), scope, step, continued.change.rows)
         emit_todo_events(runtime.stream_writer, "planned", continued.copies)

@@ -11,6 +11,11 @@ All of it is one transaction, and each old row is closed only if it is still ope
 conditional statement that closes rows everywhere) and linked under its id as primary key: a
 retry, a resume or a concurrent continuation finds the rows already closed and copies nothing
 twice. A tool call's result is recorded in the same transaction (``agent.turn.call_ledger``).
+
+The continued plan is a plan like any other: it holds at most ``max_plan_rows`` rows (the
+turn's own included), so a continuation that would copy more is refused whole with
+``VALIDATION_ERROR`` and closes nothing. Without that cap the rows of many unfinished turns
+would all land in one plan, sent with every LLM call of the turn.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from agent.errors import database_failure
 from agent.turn.call_ledger import record_result
-from agent.turn.plan_rows import PlanChange, TurnPlan
+from agent.turn.plan_rows import PlanChange, PlanLimits, TurnPlan, check_plan_size
 from storage import Database
 from storage.models import TurnTodo, utc_now_iso
 from storage.repositories import (
@@ -79,15 +84,23 @@ def _new_priorities(rows: list[TurnTodo], start: int) -> list[int]:
 
 
 async def continue_open_rows(
-    database: Database, scope: TurnScope, receipt: ContinuationReceipt | None = None
+    database: Database,
+    scope: TurnScope,
+    receipt: ContinuationReceipt | None = None,
+    limits: PlanLimits | None = None,
 ) -> ContinuedPlan:
     """Copy the rows other turns left open into ``scope``'s turn and close the old ones as
-    continued, in one transaction; start the plan's first stage if none is in progress."""
+    continued, in one transaction; start the plan's first stage if none is in progress.
+    ``ToolFailure`` (``VALIDATION_ERROR``, nothing changed): the plan would pass
+    ``limits.max_plan_rows`` (default ``PlanLimits()``)."""
+    limits = limits or PlanLimits()
     try:
         async with database.session() as session:
             todos = TurnTodoRepository(session)
             links = TodoContinuationRepository(session)
             old_rows = await links.open_elsewhere(scope)
+            existing = sum((await todos.count_by_status(scope)).values())
+            check_plan_size(existing, len(old_rows), limits, "Continuing the open plan")
             highest = await todos.max_priority(scope)
             priorities = _new_priorities(old_rows, 0 if highest is None else highest + 1)
             outcome = CONTINUED_OUTCOME.format(turn_id=scope.turn_id)

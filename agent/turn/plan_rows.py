@@ -78,6 +78,10 @@ class PlanLimits:
     max_title_length: int = 200
     max_text_length: int = 2000
     max_batch_items: int = 50
+    max_plan_rows: int = 100
+    """Rows of one turn, closed ones included: each is shown with every LLM call."""
+    max_plan_edits: int = 50
+    """Operations in one run's ``planEdits`` (``agent.turn.plan_edits``)."""
 
 
 def plan_limits(context: Context) -> PlanLimits:
@@ -86,7 +90,23 @@ def plan_limits(context: Context) -> PlanLimits:
         max_title_length=context.max_title_length,
         max_text_length=context.max_text_length,
         max_batch_items=context.max_batch_items,
+        max_plan_rows=context.max_plan_rows,
+        max_plan_edits=context.max_plan_edits,
     )
+
+
+def check_plan_size(existing: int, added: int, limits: PlanLimits, what: str) -> None:
+    """Refuse a change that would leave the turn's plan with more than ``max_plan_rows`` rows
+    (``VALIDATION_ERROR``, raised before anything is written). Every row is sent with each of
+    the turn's LLM calls and returned with every state read, so the cap bounds both."""
+    if existing + added > limits.max_plan_rows:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"{what} would make the plan {existing + added} rows long ({existing} now, "
+            f"{added} more); a plan holds at most {limits.max_plan_rows} rows.",
+            "Merge related steps into fewer items, or finish this plan first.",
+            limit=limits.max_plan_rows,
+        )
 
 
 @dataclass
@@ -303,9 +323,12 @@ class TurnPlan:
                 ):
                     known_rows = await repository.find_by_turn(self.scope)
                 if known_rows is None:
+                    existing = sum((await repository.count_by_status(self.scope)).values())
                     highest = await repository.max_priority(self.scope)
                 else:
+                    existing = len(known_rows)
                     highest = max((row.priority for row in known_rows), default=None)
+                check_plan_size(existing, len(cleaned), limits, "create_todo")
                 next_priority = 0 if highest is None else highest + 1
                 explicit = [item.order - 1 for item in cleaned if item.order is not None]
                 next_priority = max([next_priority, *(p + 1 for p in explicit)])
