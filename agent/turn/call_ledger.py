@@ -38,6 +38,7 @@ from storage import Database
 from storage.repositories import (
     ToolCallKey,
     ToolResultRepository,
+    TurnScope,
     record_alone,
     record_in,
     record_with_evidence,
@@ -223,6 +224,13 @@ async def recorded_results_in(
     """``recorded_results`` inside the caller's transaction."""
     found = await ToolResultRepository(session).find(conversation_id, tool_call_ids)
     return {row.toolCallId: _recorded(row.toolName, row.content, row.stateUpdate) for row in found}
+
+
+async def turn_results_in(session: AsyncSession, scope: TurnScope) -> list[tuple[str, str]]:
+    """Every recorded call of the turn as (tool name, result), in the caller's transaction:
+    what stays done when a newer run stops the turn (``agent.turn.superseded``)."""
+    rows = await ToolResultRepository(session).of_turn(scope)
+    return [(row.toolName, row.content) for row in rows]
 
 
 def _recorded(tool_name: str, content: str, state_update: str | None) -> RecordedResult:
