@@ -82,7 +82,7 @@ from agent.prompting.compact_plan import (
 )
 from agent.prompting.request_steps import QUOTED, RequestStep, request_steps, verb_at_start
 from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, CONTINUE_VERBS, TODO_TOOL_NAMES
-from agent.turn.outcome import plan_finished_message
+from agent.turn.outcome import not_done_answer, plan_finished_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
@@ -332,8 +332,7 @@ def step_binding(
             phase, [compact_tool(by_name[name]) for name in names], "auto", PLAN_MAX_TOKENS
         )
     if phase == "answer" and not rows:
-        reply = AIMessage(content=direct_answer(history))
-        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=direct_reply(history))
     if phase == "answer" or current is None:
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     if phase == "close":
@@ -398,6 +397,13 @@ def direct_answer(history: Sequence[AnyMessage]) -> str:
     if outcomes:
         return render_prompt("direct_done", outcome="; ".join(outcomes))
     return render_prompt("direct_failed", outcome=failure_outcome(history))
+
+
+def direct_reply(history: Sequence[AnyMessage]) -> AIMessage:
+    """``direct_answer`` as the turn's answer; a failed action's is marked not done, so the
+    turn ends ``incomplete`` (``agent.turn.outcome.not_done_answer``), never ``answered``."""
+    text = direct_answer(history)
+    return AIMessage(content=text) if action_outcomes(history) else not_done_answer(text)
 
 
 def _planned_action_binding(

@@ -132,12 +132,14 @@ async def test_a_failing_worker_is_an_error_result_and_the_turn_goes_on(
     assert failed.status == "error"
     envelope = json.loads(str(failed.content))
     assert envelope["error"] == "WORKER_ERROR" and "model server down" in envelope["message"]
-    assert result["turnStatus"] == "answered"
+    # The item the worker failed at was not done: the turn says so, it did not answer it all.
+    assert result["turnStatus"] == "incomplete"
     assert [status for _, status, _, _ in rows_in_db(database)] == [
         "completed",
         "cancelled",
         "completed",
     ]
+    assert "Not done" in str(result["messages"][-1].content)
     assert DONE == ["a", "c"]
 
 
