@@ -323,7 +323,8 @@ class SupervisorState(InputState):
         Field(
             description=(
                 "Tool calls of this turn that failed through no fault of the model "
-                "(`DATABASE_ERROR`, `WORKER_ERROR`). A turn may still answer after one; a "
+                "(`DATABASE_ERROR`, `WORKER_ERROR`, `TOOL_ERROR`: a tool that raised). A turn "
+                "may still answer after one; a "
                 "non-zero count says to check the server log before trusting that answer."
             )
         ),
@@ -452,7 +453,10 @@ class OutputState:
     toolErrors: Annotated[
         int,
         Field(
-            description=("Tool calls that failed through no fault of the model (database, worker).")
+            description=(
+                "Tool calls that failed through no fault of the model (database, worker, a tool "
+                "that raised)."
+            )
         ),
     ] = 0
     llmCalls: Annotated[

@@ -40,8 +40,15 @@ from agent.calls.ordering import (
     message_memo,
     request_messages,
 )
-from agent.context import ContextDefaults, run_settings
-from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
+from agent.context import Context, ContextDefaults, run_settings
+from agent.errors import (
+    OPERATOR_FAULTS,
+    ErrorCode,
+    ToolFailure,
+    error_code_of,
+    raised_failure,
+    tool_error_content,
+)
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
 from agent.turn.call_ledger import (
@@ -53,6 +60,7 @@ from agent.turn.call_ledger import (
 )
 from agent.turn.evidence import (
     EvidenceEntry,
+    PendingEvidence,
     evidence_of,
     folded_snapshot,
     record_call,
@@ -249,6 +257,47 @@ def _with_settings(request: ToolCallRequest, defaults: ContextDefaults | None) -
     return replace(request, runtime=replace(runtime, context=settings, stream_writer=writer))
 
 
+def _handles_errors(request: ToolCallRequest) -> bool:
+    """``Context.handle_tool_errors`` of the run (the request carries turnplan's settings as
+    its runtime's context: ``_with_settings``)."""
+    settings = request.runtime.context if request.runtime is not None else None
+    return settings.handle_tool_errors if isinstance(settings, Context) else True
+
+
+async def _raised_result(
+    database: Database,
+    request: ToolCallRequest,
+    record_id: str,
+    error: Exception,
+    pending: PendingEvidence | None,
+) -> tuple[ToolMessage, EvidenceEntry | None]:
+    """A tool's exception as its error result (``TOOL_ERROR``), so the model can retry or
+    cancel the item instead of the run crashing; recorded as evidence of the rows in progress
+    (``isError``: ``pending`` is the call's evidence, None for a call that is none) and in the
+    call ledger, since what the tool did before it raised is unknown and a resumed run must
+    not run it again. A ledger that cannot be written is logged: the model still hears of it."""
+    scope, _ = _scope(request)
+    name = request.tool_call.get("name", "?")
+    message = ToolMessage(
+        content=tool_error_content(raised_failure(name, error)),
+        tool_call_id=request.tool_call.get("id") or "",
+        name=name,
+        status="error",
+    )
+    entry = None
+    if pending is not None:
+        arguments = request.tool_call.get("args") or {}
+        text = output_text(message)
+        entry = await record_call(database, scope, record_id, name, arguments, text, is_error=True)
+        pending.written = True  # written above as an error: the record must not add it again
+    try:
+        key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
+        await record_result(_record_batch(database), key, message)
+    except ToolFailure:
+        logger.warning("the error of tool %s was not recorded in the call ledger", name)
+    return message, entry
+
+
 class SupervisorToolNode(OrderedToolNode):
     """The ordered tools node of the supervisor: each run carries the rows the step before
     handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
@@ -319,6 +368,12 @@ def build_supervisor_tools_node(
                     scope.turn_id,
                     exc_info=True,
                 )
+                if _handles_errors(request):
+                    raised, entry = await _raised_result(
+                        database, request, record_id, error, pending if evidence else None
+                    )
+                    raised_result = _with_evidence_entry(raised, entry)
+                    return await _with_plan_snapshot(database, request, issuer, raised_result)
                 if evidence:
                     failed = f"{type(error).__name__}: {error}"
                     await record_call(
