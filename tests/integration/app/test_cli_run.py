@@ -7,7 +7,6 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,10 +14,14 @@ from agent.app.cli import main
 from agent.llm.chat_models import clear_model_cache
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.fakes import plan_rows
-from tests.http_asking import OPTIONS, approval_aware_model, asking_model
-from tests.http_oracle import HttpPlanOracle, plan_view_of
-from tests.scripted_openai import Reply, ScriptedOpenAIServer, server_error, text, tool_calls
+from tests.http_asking import (
+    OPTIONS,
+    approval_aware_model,
+    asking_model,
+    gives_up_on_a_missing_task,
+)
+from tests.http_oracle import HttpPlanOracle
+from tests.scripted_openai import ScriptedOpenAIServer, server_error, text
 
 
 @pytest.fixture(autouse=True)
@@ -117,24 +120,6 @@ def test_run_exits_one_when_the_model_fails(
     assert status == 1
     assert "I could not finish this request: the language model failed" in out
     assert "turn failed" in out
-
-
-def gives_up_on_a_missing_task(body: dict[str, Any]) -> Reply:
-    """Plans one item and completes the task "ghost", which does not exist; on the NOT_FOUND,
-    cancels the item with the tool's reason, then answers."""
-    rows = plan_rows(plan_view_of(body))
-    if not rows:
-        return tool_calls(
-            ("create_todo", {"items": [{"title": "Complete ghost"}]}),
-            ("complete_task", {"task_identifier": "ghost"}),
-        )
-    current = next((row for row in rows if row.mark == ">"), None)
-    if current is None:
-        return text("I tried.")
-    reason = json.loads(str(body["messages"][-1]["content"]))["message"]
-    return tool_calls(
-        ("complete_todo", {"todoId": current.id, "outcome": reason, "status": "cancelled"})
-    )
 
 
 def test_run_exits_seven_when_an_item_was_cancelled_because_it_failed(
