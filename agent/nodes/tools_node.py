@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -257,9 +257,13 @@ def _with_settings(request: ToolCallRequest, defaults: ContextDefaults | None) -
     return replace(request, runtime=replace(runtime, context=settings, stream_writer=writer))
 
 
-def _handles_errors(request: ToolCallRequest) -> bool:
-    """``Context.handle_tool_errors`` of the run (the request carries turnplan's settings as
-    its runtime's context: ``_with_settings``)."""
+def _handles_errors(request: ToolCallRequest, error: Exception) -> bool:
+    """Whether the tool's exception goes back to the model: ``Context.handle_tool_errors`` of
+    the run (the request carries turnplan's settings as its runtime's context:
+    ``_with_settings``), never for a resume value an interrupt refused, which the model cannot
+    fix (the interrupt must be answered again, as ``ToolNode`` does)."""
+    if is_invalid_resume(error):
+        return False
     settings = request.runtime.context if request.runtime is not None else None
     return settings.handle_tool_errors if isinstance(settings, Context) else True
 
@@ -368,7 +372,7 @@ def build_supervisor_tools_node(
                     scope.turn_id,
                     exc_info=True,
                 )
-                if _handles_errors(request):
+                if _handles_errors(request, error):
                     raised, entry = await _raised_result(
                         database, request, record_id, error, pending if evidence else None
                     )

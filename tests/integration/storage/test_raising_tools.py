@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 
 from agent.context import Context
@@ -139,3 +141,48 @@ async def test_compact_a_direct_action_that_raised_ends_incomplete_saying_so(
     assert str(result["messages"][-1].content) == (
         "Not done: print_report failed: print_report raised RuntimeError: printer on fire"
     )
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+@tool
+async def send_invoice(amount: int) -> str:
+    """Send an invoice, once the user confirms it."""
+    answer = interrupt({"confirm": amount}, response_schema=Confirmation)
+    if not answer.ok:
+        raise PermissionError("the user declined")
+    return "sent"
+
+
+async def test_interrupts_and_refused_resumes_pass_through_and_a_later_raise_is_a_result(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(
+        script=[
+            ai(tool_call("send_invoice", amount=40)),
+            AIMessage(content="The invoice was not sent: you declined."),
+        ]
+    )
+    graph: Any = build_graph(
+        model,
+        tools=[send_invoice],
+        database=database,
+        include_default_tools=False,
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "invoice"}}
+
+    paused = await graph.ainvoke({"messages": [HumanMessage(content="invoice 40")]}, config)
+    assert paused["__interrupt__"][0].value == {"confirm": 40}
+    with pytest.raises(ValidationError):  # not the model's to fix: the resume is refused
+        await graph.ainvoke(Command(resume={"ok": "perhaps"}), config)
+    assert (await graph.aget_state(config)).interrupts  # still waiting for a valid answer
+
+    done = await graph.ainvoke(Command(resume={"ok": False}), config)
+
+    (declined,) = tool_results(done, "send_invoice")
+    assert declined.status == "error"
+    assert "PermissionError: the user declined" in str(declined.content)
+    assert done["messages"][-1].content == "The invoice was not sent: you declined."
