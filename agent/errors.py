@@ -1,9 +1,11 @@
 """The structured error every tool returns (seed 003's envelope): the one home for error codes.
 
 A tool raises ``ToolFailure`` for anything the model or user can act on; the tools node turns it
-into a ``ToolMessage`` with ``status="error"`` whose content is the JSON envelope. Anything else is
-a bug and propagates. Argument validation errors from the model's JSON get the same envelope, so a
-malformed call never shows the model a stack trace.
+into a ``ToolMessage`` with ``status="error"`` whose content is the JSON envelope. Anything else a
+tool raises is a bug or a failure nobody foresaw: the supervisor's tools node sends it back as
+``TOOL_ERROR`` (``raised_failure``) and logs it, or lets it propagate when
+``Context.handle_tool_errors`` is false. Argument validation errors from the model's JSON get
+the same envelope, so a malformed call never shows the model a stack trace.
 """
 
 import json

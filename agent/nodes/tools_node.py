@@ -12,6 +12,11 @@
 - Failures that are not the model's doing (``DATABASE_ERROR``, ``WORKER_ERROR``, a tool's bug)
   are logged at warning level with the conversation and turn, so an operator sees them even
   when the model carries on and answers.
+- A tool that raises (a bug, or a caller's tool that failed) does not crash the run: its
+  exception comes back to the model as a ``TOOL_ERROR`` result, recorded as evidence and in
+  the call ledger, so the model can retry or cancel the item saying why; interrupts, and a
+  resume value an interrupt refused, pass through. ``Context.handle_tool_errors=False`` keeps
+  the re-raise.
 """
 
 from __future__ import annotations
