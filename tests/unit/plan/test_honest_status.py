@@ -31,6 +31,7 @@ from tests.fakes import (
     tool_call,
 )
 from tests.unit.plan.test_plan_approval import CONFIG, paused
+from tests.unit.plan.test_plan_edits import paused_for_approval
 
 COMPACT = Context(prompt_profile="compact", user_id="alice")
 
@@ -161,3 +162,30 @@ async def test_compact_a_rejected_plan_is_answered_and_not_called_a_failure(
     assert done["turnStatus"] == "answered"
     assert done["messages"][-1].content == "MODEL"  # nothing added: the user chose this
     assert [row["cancelledBy"] for row in done["todos"]] == ["user", "user"]
+
+
+async def test_a_fork_keeps_who_cancelled_its_rows_so_the_users_choice_still_answers(
+    database: Database,
+) -> None:
+    graph, _ = await paused_for_approval(database)
+    milk = next(
+        t["id"] for t in (await graph.aget_state(CONFIG)).values["todos"] if "milk" in t["title"]
+    )
+    await graph.ainvoke(
+        {"planEdits": [{"op": "cancel", "id": milk, "reason": "have some"}]}, CONFIG
+    )
+    original = await graph.ainvoke(Command(resume={"action": "approve"}), CONFIG)
+    assert original["turnStatus"] == "answered"
+    history = [snapshot async for snapshot in graph.aget_state_history(CONFIG)]
+    mid_turn = next(
+        s for s in reversed(history) if s.next == ("execute",) and s.values.get("planApproved")
+    )
+
+    forked = await graph.ainvoke(None, mid_turn.config, context=Context())
+
+    assert forked["turnId"].startswith(f"{original['turnId']}/fork-")
+    assert forked["turnStatus"] == "answered"
+    assert [(t["title"], t["status"], t.get("cancelledBy")) for t in forked["todos"]] == [
+        ("Add bread", "completed", None),
+        ("Add milk", "cancelled", "user"),
+    ]
