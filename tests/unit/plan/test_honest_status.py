@@ -143,6 +143,20 @@ async def test_compact_a_planned_item_whose_action_failed_ends_incomplete(
     ]
 
 
+async def test_compact_a_request_no_tool_does_is_incomplete_when_it_must_be_planned(
+    database: Database,
+) -> None:
+    graph = build_graph(ScriptedChatModel(script=[]), database=database)
+    context = Context(prompt_profile="compact", user_id="alice", planning="always")
+
+    result = await run(graph, "Email my boss the list", context)
+
+    assert result["turnStatus"] == "incomplete"
+    assert "- Email my boss the list: no tool of mine does what this asks" in str(
+        result["messages"][-1].content
+    )
+
+
 async def test_compact_a_rejected_plan_is_answered_and_not_called_a_failure(
     database: Database,
 ) -> None:
