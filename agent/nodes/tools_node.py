@@ -307,6 +307,36 @@ async def _raised_result(
     return message, entry
 
 
+async def _tool_raised(
+    database: Database,
+    request: ToolCallRequest,
+    issuer: AIMessage | None,
+    record_id: str,
+    error: Exception,
+    pending: PendingEvidence | None,
+) -> ToolResult:
+    """What a call whose tool raised returns: logged with the turn (an operator's concern),
+    then its ``TOOL_ERROR`` result (``_raised_result``), or, when the run does not handle tool
+    errors, the exception again, recorded first as the row's failed evidence."""
+    scope, _ = _scope(request)
+    name = request.tool_call.get("name", "?")
+    logger.warning(
+        "tool %s raised (conversation %s, turn %s)",
+        name,
+        scope.conversation_id,
+        scope.turn_id,
+        exc_info=error,
+    )
+    if not _handles_errors(request, error):
+        if pending is not None:
+            arguments = request.tool_call.get("args") or {}
+            failed = f"{type(error).__name__}: {error}"
+            await record_call(database, scope, record_id, name, arguments, failed, is_error=True)
+        raise error
+    raised, entry = await _raised_result(database, request, record_id, error, pending)
+    return await _with_plan_snapshot(database, request, issuer, _with_evidence_entry(raised, entry))
+
+
 class SupervisorToolNode(OrderedToolNode):
     """The ordered tools node of the supervisor: each run carries the rows the step before
     handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
@@ -370,25 +400,8 @@ def build_supervisor_tools_node(
                 replayed = recorded[record_id].as_tool_result(call_id)
                 return await _with_plan_snapshot(database, request, issuer, replayed)
             except Exception as error:
-                logger.warning(
-                    "tool %s raised (conversation %s, turn %s)",
-                    name,
-                    scope.conversation_id,
-                    scope.turn_id,
-                    exc_info=True,
-                )
-                if _handles_errors(request, error):
-                    raised, entry = await _raised_result(
-                        database, request, record_id, error, pending if evidence else None
-                    )
-                    raised_result = _with_evidence_entry(raised, entry)
-                    return await _with_plan_snapshot(database, request, issuer, raised_result)
-                if evidence:
-                    failed = f"{type(error).__name__}: {error}"
-                    await record_call(
-                        database, scope, record_id, name, arguments, failed, is_error=True
-                    )
-                raise
+                watched = pending if evidence else None
+                return await _tool_raised(database, request, issuer, record_id, error, watched)
             failed_call = isinstance(result, ToolMessage) and result.status == "error"
             if (
                 isinstance(result, ToolMessage)
