@@ -235,6 +235,20 @@ class Context:
         },
     )
 
+    handle_tool_errors: bool = field(
+        default=True,
+        metadata={
+            "description": "What happens when a tool raises an exception (a bug, or a "
+            "caller's tool that failed): true (the default) sends it back to the model as the "
+            "call's error result (a tool message with status error, code TOOL_ERROR; in the "
+            "supervisor also recorded as the row's evidence and in the call ledger, so a "
+            "resumed run does not run it again), and the model may retry or cancel the item "
+            "saying why; a worker's model gets it the same way. false re-raises it, ending the "
+            "run with the exception, as LangGraph's ToolNode does with "
+            "handle_tool_errors=False. Interrupts always pass through."
+        },
+    )
+
     _given: ClassVar[frozenset[str]] = frozenset()
     """The settings the caller named (an instance keeps its own): they override the defaults
     ``build_graph(context=...)`` gives, field by field (``run_settings``)."""

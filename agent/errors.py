@@ -1,9 +1,11 @@
 """The structured error every tool returns (seed 003's envelope): the one home for error codes.
 
 A tool raises ``ToolFailure`` for anything the model or user can act on; the tools node turns it
-into a ``ToolMessage`` with ``status="error"`` whose content is the JSON envelope. Anything else is
-a bug and propagates. Argument validation errors from the model's JSON get the same envelope, so a
-malformed call never shows the model a stack trace.
+into a ``ToolMessage`` with ``status="error"`` whose content is the JSON envelope. Anything else a
+tool raises is a bug or a failure nobody foresaw: the supervisor's tools node sends it back as
+``TOOL_ERROR`` (``raised_failure``) and logs it, or lets it propagate when
+``Context.handle_tool_errors`` is false. Argument validation errors from the model's JSON get
+the same envelope, so a malformed call never shows the model a stack trace.
 """
 
 import json
@@ -44,6 +46,9 @@ class ErrorCode(StrEnum):
     COMPLETION_REFUSED = "COMPLETION_REFUSED"
     """A completion check (``build_graph(completion_checks=...)`` or ``Context.verifier_model``)
     refused to close the row; it stays open and the message carries the check's reason."""
+    TOOL_ERROR = "TOOL_ERROR"
+    """The tool raised an exception (``Context.handle_tool_errors``): what it changed before it
+    failed is unknown, so the call is not run again by a resumed run."""
     COMPLETION_CHECK_FAILED = "COMPLETION_CHECK_FAILED"
     """A completion check raised, or the verifier model could not be reached: the operator's
     fault, not the model's; the row stays open."""
@@ -55,6 +60,7 @@ OPERATOR_FAULTS = frozenset(
         ErrorCode.WORKER_ERROR,
         ErrorCode.MCP_ERROR,
         ErrorCode.COMPLETION_CHECK_FAILED,
+        ErrorCode.TOOL_ERROR,
     }
 )
 """Failures that are not the model's doing: an operator should hear of them."""
@@ -98,6 +104,19 @@ class ToolFailure(Exception):
             "suggestion": self.suggestion,
             **self.extra,
         }
+
+
+def raised_failure(tool: str, error: BaseException) -> ToolFailure:
+    """A tool's exception as the error result the model gets (``TOOL_ERROR``): the exception's
+    type and message, and the choices the model has, since what the tool did before it raised
+    is unknown."""
+    reason = " ".join(str(error).split()) or "no message"
+    return ToolFailure(
+        ErrorCode.TOOL_ERROR,
+        f"{tool} raised {type(error).__name__}: {reason}"[:1000],
+        "Retry once if the error looks passing; otherwise cancel the item (complete_todo with "
+        "status 'cancelled') and say why it could not be done. Do not claim it was done.",
+    )
 
 
 def driver_reason(error: BaseException) -> str:

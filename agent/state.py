@@ -167,7 +167,10 @@ class SupervisorState(InputState):
             description=(
                 "The turn's plan rows as the last step that changed or read them left them (a "
                 "tools step's last plan change, else `execute` or `drain`): shown in Studio, "
-                "returned to the caller, and copied into a fork's own rows."
+                "returned to the caller, and copied into a fork's own rows. A cancelled row "
+                "says who cancelled it in `cancelledBy`: user (a rejected plan, a planEdits "
+                "cancel), agent (the model or the harness, for a failure) or system (continued "
+                "in a later turn); null for one cancelled before this was recorded."
             )
         ),
     ] = field(default_factory=list)
@@ -316,14 +319,18 @@ class SupervisorState(InputState):
         TurnStatus,
         Field(
             description=(
-                "How the turn ended: answered (the model's own words, or, when the last allowed "
-                "call closed the last item, the completed plan); budget_exhausted or stalled "
+                "How the turn ended: answered (everything asked was done: the model's own "
+                "words, or, when the last allowed call closed the last item, the completed plan; "
+                "items the user cancelled, by rejecting the plan or with planEdits, count as "
+                "the user's choice); budget_exhausted or stalled "
                 "(an honest partial answer listing what was and was not done); no_answer (the "
                 "model replied with nothing, no text and no tool call, twice in a row, the "
                 "second time when asked again for a reply, or on the last call the budget "
-                "allowed: the message says so and gives the plan's state); incomplete (every "
-                "item closed, but `Context.audit_model` still found parts of the request not "
-                "done after the supervisor was sent back once: the answer names them); failed "
+                "allowed: the message says so and gives the plan's state); incomplete (part of "
+                "the request was not done: an item was cancelled for a failure, not by the user "
+                "(its `cancelledBy` is not user), an action done without a plan failed, or "
+                "`Context.audit_model` still found parts of the request not done after the "
+                "supervisor was sent back once: the answer says what and why); failed "
                 "(model or database error, or an audit that failed). Only answered is an answer."
             )
         ),
@@ -334,7 +341,8 @@ class SupervisorState(InputState):
         Field(
             description=(
                 "Tool calls of this turn that failed through no fault of the model "
-                "(`DATABASE_ERROR`, `WORKER_ERROR`). A turn may still answer after one; a "
+                "(`DATABASE_ERROR`, `WORKER_ERROR`, `TOOL_ERROR`: a tool that raised). A turn "
+                "may still answer after one; a "
                 "non-zero count says to check the server log before trusting that answer."
             )
         ),
@@ -443,8 +451,9 @@ class OutputState:
         TurnStatus,
         Field(
             description=(
-                "answered, budget_exhausted, stalled, no_answer, incomplete or failed (see "
-                "SupervisorState)."
+                "answered (everything asked was done), budget_exhausted, stalled, no_answer, "
+                "incomplete (part of it was not done: the answer says what and why) or failed "
+                "(see SupervisorState)."
             )
         ),
     ] = "running"
@@ -452,7 +461,8 @@ class OutputState:
         list[TodoSnapshot],
         Field(
             description=(
-                "The turn's plan rows as the turn left them (empty when it made no plan), each "
+                "The turn's plan rows as the turn left them (empty when it made no plan; a "
+                "cancelled one says who cancelled it in `cancelledBy`), each "
                 'with the `usage` charged to it: `{"llmCalls", "promptTokens", '
                 '"completionTokens"}`.'
             )
@@ -461,7 +471,10 @@ class OutputState:
     toolErrors: Annotated[
         int,
         Field(
-            description=("Tool calls that failed through no fault of the model (database, worker).")
+            description=(
+                "Tool calls that failed through no fault of the model (database, worker, a tool "
+                "that raised)."
+            )
         ),
     ] = 0
     llmCalls: Annotated[

@@ -31,6 +31,12 @@ keeps seed 004's DDL; ``create_all`` adds it to databases that already exist.
 continued the plan (``agent.turn.continuation``); every row read carries both ends of its links
 (``continuedFrom``, ``continuedIn``) without a query of its own.
 ``todo_evidence`` holds, for each plan row, the tool calls made while it was in progress.
+``todo_cancellations`` says who cancelled each cancelled row (``cancelledBy``: the user, the
+agent, or the system), written by the code path that cancels, in its transaction: a turn whose
+only cancellations are the user's choice still ends ``answered``, one the agent gave up on
+does not (``agent.turn.outcome.turn_end_status``). A table of its own, read with every row like
+the continuation links, so ``turn_todos`` keeps seed 004's DDL and ``create_all`` adds it to
+databases that already exist.
 
 ``tasks`` holds the users' personal tasks (seeds 002/003) and ``tool_audit`` one row per call of a
 personal-task tool. Their columns are snake_case because their seeds name them that way.
@@ -74,6 +80,11 @@ NAMING_CONVENTION = {
 }
 
 TODO_STATUSES = ("pending", "in_progress", "completed", "cancelled")
+CANCELLED_BY = ("user", "agent", "system")
+"""Who cancelled a row (``todo_cancellations.cancelledBy``): ``user``, the user's own choice
+(a rejected plan, a ``planEdits`` cancel); ``agent``, the model or the harness acting for it,
+because the item failed or could not be done; ``system``, the graph itself, for a reason that
+is neither (a row continued in a later turn)."""
 OPEN_TODO_STATUSES = ("pending", "in_progress")
 CLOSED_TODO_STATUSES = ("completed", "cancelled")
 
@@ -167,6 +178,12 @@ class TurnTodo(Base):
         blockers = self.__dict__.get("blockers")
         return None if blockers is None else list(blockers)
 
+    def canceller(self) -> str | None:
+        """Who cancelled the row (``CANCELLED_BY``) as loaded with it or marked by the write
+        that cancelled it; None when not known (never a query)."""
+        value = self.__dict__.get("cancelledBy")
+        return value if isinstance(value, str) else None
+
     def to_dict(self) -> dict[str, object]:
         """The row in seed 004's output shape (``list_todo`` items), plus ``blockedBy`` (the
         ids it waits for), ``ready`` (every one of them closed) and, when some were cancelled,
@@ -193,6 +210,8 @@ class TurnTodo(Base):
         # read since has no link, and reading the attribute would go to the database.
         snapshot["continuedFrom"] = loaded.get("continuedFrom")
         snapshot["continuedIn"] = loaded.get("continuedIn")
+        if snapshot["status"] == "cancelled":
+            snapshot["cancelledBy"] = self.canceller()
         return snapshot
 
 
@@ -213,6 +232,36 @@ class TodoContinuation(Base):
     fromTurnId: Mapped[str] = mapped_column(Text, nullable=False)
     toTurnId: Mapped[str] = mapped_column(Text, nullable=False)
     createdAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class TodoCancellation(Base):
+    """Who cancelled one row (``CANCELLED_BY``), recorded in the transaction that cancelled it.
+
+    Why a column of its own rather than words in ``outcome``: the outcome is free text (the
+    model's, or the user's reason), and whether a turn answered everything it was asked must
+    not depend on parsing it."""
+
+    __tablename__ = "todo_cancellations"
+    __table_args__ = (
+        CheckConstraint("\"cancelledBy\" IN ('user', 'agent', 'system')", name="cancelled_by"),
+        Index("idx_todo_cancellations_turn", "conversationId", "turnId"),
+    )
+
+    todoId: Mapped[str] = mapped_column(Text, primary_key=True)
+    conversationId: Mapped[str] = mapped_column(Text, nullable=False)
+    turnId: Mapped[str] = mapped_column(Text, nullable=False)
+    cancelledBy: Mapped[str] = mapped_column(Text, nullable=False)
+    createdAt: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+TurnTodo.cancelledBy = column_property(
+    select(TodoCancellation.cancelledBy)
+    .where(TodoCancellation.todoId == TurnTodo.id)
+    .correlate_except(TodoCancellation)
+    .scalar_subquery()
+)
+"""Who cancelled the row (``CANCELLED_BY``), None for a row not cancelled, or cancelled before
+this was recorded (counted as not the user's choice)."""
 
 
 # Both ends of a row's continuation, read with the row (two indexed lookups); not columns of

@@ -1,4 +1,5 @@
-"""A model behind the scripted OpenAI-compatible server that asks the user mid-plan.
+"""Models behind the scripted OpenAI-compatible server: one that asks the user mid-plan, one
+that waits for plan approval, one that gives up on an item whose task does not exist.
 
 It plans one item, tries ``complete_task("call")`` (two tasks match), asks which one with
 ``ask_user`` on the ambiguity error, completes the task the answer names, closes the item and
@@ -72,3 +73,21 @@ def approval_aware_model(body: dict[str, Any]) -> Reply:
     close = ("complete_todo", {"todoId": current.id, "outcome": f"did {current.title}"})
     following = next((row for row in rows if row.mark == " "), None)
     return tool_calls(close, *([_add(following.title)] if following else []))
+
+
+def gives_up_on_a_missing_task(body: dict[str, Any]) -> Reply:
+    """Plans one item and completes the task "ghost", which does not exist; on the NOT_FOUND,
+    cancels the item with the tool's reason, then answers."""
+    rows = plan_rows(plan_view_of(body))
+    if not rows:
+        return tool_calls(
+            ("create_todo", {"items": [{"title": "Complete ghost"}]}),
+            ("complete_task", {"task_identifier": "ghost"}),
+        )
+    current = next((row for row in rows if row.mark == ">"), None)
+    if current is None:
+        return text("I tried.")
+    reason = json.loads(str(body["messages"][-1]["content"]))["message"]
+    return tool_calls(
+        ("complete_todo", {"todoId": current.id, "outcome": reason, "status": "cancelled"})
+    )

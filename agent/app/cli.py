@@ -137,8 +137,9 @@ RUN_STATUS_MEANINGS = {
     "no_answer": "the model replied with nothing, no text and no tool call, also when asked again "
     "(the message above gives the plan's state)",
     "paused": "the turn waits for your answer to its question",
-    "incomplete": "every plan item was closed, but the audit of the answer found parts of the "
-    "request not done (the message above names them)",
+    "incomplete": "part of the request was not done: a plan item was cancelled because it "
+    "failed or could not be done, the action failed, or the audit of the answer found parts "
+    "not done (the message above says what and why)",
 }
 """The one line ``turnplan run`` prints on standard error when the turn did not answer."""
 

@@ -5,13 +5,17 @@ budget left goes straight back to ``execute`` (``agent.nodes.routing.after_tools
 - The model answered while rows remain: remind it (a prompt file) and go back; after
   ``max_reminders`` such answers in a row, stop with an honest partial answer (a model that
   will not work on the plan only burns calls).
-- The model answered and every row is closed (or there was no plan): the turn ends.
+- The model answered and every row is closed (or there was no plan): the turn ends
+  ``answered``, or ``incomplete`` when a row was cancelled for a failure (not by the user) or
+  the answer reports the request not done; the answer then says what was not done and why
+  (``agent.turn.outcome.turn_end_status``).
 - The model replied with nothing (no text, no tool call): ask once more; a second empty reply,
   or one on the last allowed call, ends the turn ``no_answer`` (``agent.turn.empty_answer``).
 - The budget is spent (LLM calls, or ``Context.max_turn_tokens`` tokens: the answer says which):
   end with an honest answer built from the rows themselves; open rows stay
   ``pending``/``in_progress`` and are not resumed by later turns (seed 004, issue 3). If the last
-  row closed on the last allowed call, the same rows make a complete answer.
+  row closed on the last allowed call, the same rows make the answer (``incomplete`` when some
+  were cancelled for a failure).
 - The model answered, every row is closed and ``Context.audit_model`` is set: the answer is
   audited first, and may be sent back once or end ``incomplete`` (``agent.calls.answer_audit``).
 - After a tool round (a plan that was approved, or a step ``update_state`` made as ``tools``):
@@ -42,9 +46,11 @@ from agent.turn.identity import REMINDER_NAME
 from agent.turn.lineage import claim_next_step, moved_on
 from agent.turn.outcome import (
     budget_exhausted_message,
-    plan_complete_message,
+    plan_finished_message,
     stalled_message,
     tokens_exhausted_message,
+    turn_end_status,
+    with_not_done,
 )
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
@@ -163,11 +169,12 @@ def _drain(
         if empty is not None:
             return {"iterationBudget": budget, **empty}
     if answered and not counts.remaining:
-        return {"turnStatus": "answered"}
+        assert isinstance(last, AIMessage)
+        return _ended(last, rows)
     if out_of_calls and rows and not counts.remaining:
         # The last item closed on the last allowed call: nothing is missing but the words.
-        message = AIMessage(content=plan_complete_message(rows))
-        return {"messages": [message], "turnStatus": "answered"}
+        message = AIMessage(content=plan_finished_message(rows))
+        return {"messages": [message], "turnStatus": turn_end_status(rows)}
     if out_of_calls:
         message = AIMessage(
             content=tokens_exhausted_message(rows, usage.total_tokens, context.max_turn_tokens)
@@ -187,3 +194,12 @@ def _drain(
         update["messages"] = [reminder(rows)]
         update["remindersInARow"] = state.remindersInARow + 1
     return update
+
+
+def _ended(answer: AIMessage, rows: list[TurnTodo]) -> dict[str, Any]:
+    """The end of a turn the model answered with every row closed: ``answered`` only when all
+    that was asked was done; otherwise ``incomplete``, the answer restated with the rows
+    cancelled for a failure and why, unless it lists them already."""
+    status = turn_end_status(rows, answer)
+    restated = with_not_done(answer, rows) if status == "incomplete" else None
+    return {"turnStatus": status, **({"messages": [restated]} if restated else {})}

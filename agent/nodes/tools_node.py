@@ -12,6 +12,11 @@
 - Failures that are not the model's doing (``DATABASE_ERROR``, ``WORKER_ERROR``, a tool's bug)
   are logged at warning level with the conversation and turn, so an operator sees them even
   when the model carries on and answers.
+- A tool that raises (a bug, or a caller's tool that failed) does not crash the run: its
+  exception comes back to the model as a ``TOOL_ERROR`` result, recorded as evidence and in
+  the call ledger, so the model can retry or cancel the item saying why; interrupts, and a
+  resume value an interrupt refused, pass through. ``Context.handle_tool_errors=False`` keeps
+  the re-raise.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -41,8 +46,15 @@ from agent.calls.ordering import (
     message_memo,
     request_messages,
 )
-from agent.context import ContextDefaults, run_settings
-from agent.errors import OPERATOR_FAULTS, ErrorCode, ToolFailure, error_code_of
+from agent.context import Context, ContextDefaults, run_settings
+from agent.errors import (
+    OPERATOR_FAULTS,
+    ErrorCode,
+    ToolFailure,
+    error_code_of,
+    raised_failure,
+    tool_error_content,
+)
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
 from agent.turn.call_ledger import (
@@ -54,6 +66,7 @@ from agent.turn.call_ledger import (
 )
 from agent.turn.evidence import (
     EvidenceEntry,
+    PendingEvidence,
     evidence_of,
     folded_snapshot,
     record_call,
@@ -264,6 +277,81 @@ def _with_settings(request: ToolCallRequest, defaults: ContextDefaults | None) -
     return replace(request, runtime=replace(runtime, context=settings, stream_writer=writer))
 
 
+def _handles_errors(request: ToolCallRequest, error: Exception) -> bool:
+    """Whether the tool's exception goes back to the model: ``Context.handle_tool_errors`` of
+    the run (the request carries turnplan's settings as its runtime's context:
+    ``_with_settings``), never for a resume value an interrupt refused, which the model cannot
+    fix (the interrupt must be answered again, as ``ToolNode`` does)."""
+    if is_invalid_resume(error):
+        return False
+    settings = request.runtime.context if request.runtime is not None else None
+    return settings.handle_tool_errors if isinstance(settings, Context) else True
+
+
+async def _raised_result(
+    database: Database,
+    request: ToolCallRequest,
+    record_id: str,
+    error: Exception,
+    pending: PendingEvidence | None,
+) -> tuple[ToolMessage, EvidenceEntry | None]:
+    """A tool's exception as its error result (``TOOL_ERROR``), so the model can retry or
+    cancel the item instead of the run crashing; recorded as evidence of the rows in progress
+    (``isError``: ``pending`` is the call's evidence, None for a call that is none) and in the
+    call ledger, since what the tool did before it raised is unknown and a resumed run must
+    not run it again. A ledger that cannot be written is logged: the model still hears of it."""
+    scope, _ = _scope(request)
+    name = request.tool_call.get("name", "?")
+    message = ToolMessage(
+        content=tool_error_content(raised_failure(name, error)),
+        tool_call_id=request.tool_call.get("id") or "",
+        name=name,
+        status="error",
+    )
+    entry = None
+    if pending is not None:
+        arguments = request.tool_call.get("args") or {}
+        text = output_text(message)
+        entry = await record_call(database, scope, record_id, name, arguments, text, is_error=True)
+        pending.written = True  # written above as an error: the record must not add it again
+    try:
+        key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
+        await record_result(_record_batch(database), key, message)
+    except ToolFailure:
+        logger.warning("the error of tool %s was not recorded in the call ledger", name)
+    return message, entry
+
+
+async def _tool_raised(
+    database: Database,
+    request: ToolCallRequest,
+    issuer: AIMessage | None,
+    record_id: str,
+    error: Exception,
+    pending: PendingEvidence | None,
+) -> ToolResult:
+    """What a call whose tool raised returns: logged with the turn (an operator's concern),
+    then its ``TOOL_ERROR`` result (``_raised_result``), or, when the run does not handle tool
+    errors, the exception again, recorded first as the row's failed evidence."""
+    scope, _ = _scope(request)
+    name = request.tool_call.get("name", "?")
+    logger.warning(
+        "tool %s raised (conversation %s, turn %s)",
+        name,
+        scope.conversation_id,
+        scope.turn_id,
+        exc_info=error,
+    )
+    if not _handles_errors(request, error):
+        if pending is not None:
+            arguments = request.tool_call.get("args") or {}
+            failed = f"{type(error).__name__}: {error}"
+            await record_call(database, scope, record_id, name, arguments, failed, is_error=True)
+        raise error
+    raised, entry = await _raised_result(database, request, record_id, error, pending)
+    return await _with_plan_snapshot(database, request, issuer, _with_evidence_entry(raised, entry))
+
+
 class SupervisorToolNode(OrderedToolNode):
     """The ordered tools node of the supervisor: each run carries the rows the step before
     handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
@@ -328,19 +416,8 @@ def build_supervisor_tools_node(
                 replayed = recorded[record_id].as_tool_result(call_id)
                 return await _with_plan_snapshot(database, request, issuer, replayed)
             except Exception as error:
-                logger.warning(
-                    "tool %s raised (conversation %s, turn %s)",
-                    name,
-                    scope.conversation_id,
-                    scope.turn_id,
-                    exc_info=True,
-                )
-                if evidence:
-                    failed = f"{type(error).__name__}: {error}"
-                    await record_call(
-                        database, scope, record_id, name, arguments, failed, is_error=True
-                    )
-                raise
+                watched = pending if evidence else None
+                return await _tool_raised(database, request, issuer, record_id, error, watched)
             failed_call = isinstance(result, ToolMessage) and result.status == "error"
             if (
                 isinstance(result, ToolMessage)

@@ -104,7 +104,7 @@ from agent.tool_names import (
     LOOKUP_TOOL_METADATA,
     TODO_TOOL_NAMES,
 )
-from agent.turn.outcome import plan_finished_message
+from agent.turn.outcome import not_done_answer, plan_finished_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
 
@@ -366,8 +366,7 @@ def step_binding(
             phase, [compact_tool(by_name[name]) for name in names], "auto", PLAN_MAX_TOKENS
         )
     if phase == "answer" and not rows:
-        reply = AIMessage(content=direct_answer(history))
-        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=direct_reply(history))
     if phase == "answer" or current is None:
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     if phase == "close":
@@ -445,6 +444,13 @@ def direct_answer(history: Sequence[AnyMessage]) -> str:
     if outcomes:
         return render_prompt("direct_done", outcome="; ".join(outcomes))
     return render_prompt("direct_failed", outcome=failure_outcome(history))
+
+
+def direct_reply(history: Sequence[AnyMessage]) -> AIMessage:
+    """``direct_answer`` as the turn's answer; a failed action's is marked not done, so the
+    turn ends ``incomplete`` (``agent.turn.outcome.not_done_answer``), never ``answered``."""
+    text = direct_answer(history)
+    return AIMessage(content=text) if action_outcomes(history) else not_done_answer(text)
 
 
 def _planned_action_binding(
@@ -591,7 +597,7 @@ def _not_done(outcome: str, todo_id: str | None) -> StepBinding:
         args = {"todoId": todo_id, "outcome": outcome, "status": "cancelled"}
         reply = _tool_call_message("complete_todo", args)
         return StepBinding("close", [], "complete_todo", ACTION_MAX_TOKENS, reply=reply)
-    answer = AIMessage(content=render_prompt("direct_failed", outcome=outcome))
+    answer = not_done_answer(render_prompt("direct_failed", outcome=outcome))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=answer)
 
 
@@ -746,7 +752,7 @@ def _no_action_answer(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -
     if is_conversation(" ".join(step.clause for step in steps)):
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     names = ", ".join(tool.name for tool in tools)
-    reply = AIMessage(content=render_prompt("nothing_to_do", tools=names))
+    reply = not_done_answer(render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
 
 
@@ -955,7 +961,7 @@ def _conversation(free: Any) -> Any:
         said = " ".join(messages[-1].text.split()).casefold().strip(" ?!.") if messages else ""
         spoken = " ".join(text.split()).casefold().strip(" ?!.")
         if not spoken or (said and (said in spoken or spoken in said)):
-            return AIMessage(content=load_prompt("conversation_unanswered"))
+            return not_done_answer(load_prompt("conversation_unanswered"))
         return reply if isinstance(reply, AIMessage) else AIMessage(content=text)
 
     return RunnableLambda(answer)

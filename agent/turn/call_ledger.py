@@ -31,7 +31,7 @@ from langgraph.types import Command
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.errors import database_failure
+from agent.errors import database_failure, error_code_of
 from agent.turn.evidence import pending_evidence
 from agent.turn.identity import message_text
 from storage import Database
@@ -60,8 +60,12 @@ class RecordedResult:
     modified_tasks: list[dict[str, Any]] | None = None
 
     def as_tool_result(self, tool_call_id: str) -> ToolMessage | Command[Any]:
-        """The result as the tools node returns it, exactly as the first run did."""
-        message = ToolMessage(content=self.content, tool_call_id=tool_call_id, name=self.tool_name)
+        """The result as the tools node returns it, exactly as the first run did: an error
+        envelope (a tool that raised, ``TOOL_ERROR``) with ``status="error"`` again."""
+        status = "error" if error_code_of(self.content) is not None else "success"
+        message = ToolMessage(
+            content=self.content, tool_call_id=tool_call_id, name=self.tool_name, status=status
+        )
         if self.modified_tasks:
             return Command(update={"messages": [message], "modifiedTasks": self.modified_tasks})
         return message

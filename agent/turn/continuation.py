@@ -110,7 +110,11 @@ async def continue_open_rows(
             for row, priority in zip(old_rows, priorities, strict=True):
                 # Conditional: a row another writer closed meanwhile is not copied.
                 if not await todos.close_if_open(
-                    row.id, status="cancelled", outcome=outcome, completed_at=closed_at
+                    row.id,
+                    status="cancelled",
+                    outcome=outcome,
+                    completed_at=closed_at,
+                    cancelled_by="system",
                 ):
                     continue
                 closed.append(row)

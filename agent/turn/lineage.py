@@ -40,7 +40,14 @@ from sqlalchemy.orm.attributes import set_committed_value
 from agent.errors import ErrorCode, ToolFailure, database_failure
 from agent.state import SupervisorState
 from storage import Database
-from storage.models import TODO_STATUSES, TurnStep, TurnTodo, utc_now_iso
+from storage.models import (
+    CANCELLED_BY,
+    TODO_STATUSES,
+    TodoCancellation,
+    TurnStep,
+    TurnTodo,
+    utc_now_iso,
+)
 from storage.repositories import (
     ConversationRepository,
     TodoDependencyRepository,
@@ -440,6 +447,7 @@ async def _claim_step(
     await session.flush()
     edges = copied_edges(todos, copies)
     await TodoDependencyRepository(session).add(fork, edges)
+    await _copy_cancellations(session, fork, todos, copies)
     by_id = {copy.id: copy for copy in copies}
     for copy in copies:  # loaded as a read would load them: the fork's rows are handed on
         waits_for = [by_id[blocker] for todo_id, blocker in edges if todo_id == copy.id]
@@ -525,6 +533,34 @@ def copied_edges(
         for blocker in todo.get("blockedBy") or ()
         if str(blocker) in new_id
     ]
+
+
+async def _copy_cancellations(
+    session: AsyncSession,
+    fork: TurnScope,
+    todos: Sequence[Mapping[str, Any]],
+    copies: Sequence[TurnTodo],
+) -> None:
+    """Who cancelled each cancelled row of the snapshot, recorded for its copy: a plan the user
+    rejected stays the user's choice in the fork, so its end is judged the same way
+    (``agent.turn.outcome.turn_end_status``). Every copy gets its ``cancelledBy`` as a read
+    would load it."""
+    now = utc_now_iso()
+    for todo, copy in zip(todos, copies, strict=True):
+        by = todo.get("cancelledBy") if copy.status == "cancelled" else None
+        known = by if by in CANCELLED_BY else None
+        if known is not None:
+            session.add(
+                TodoCancellation(
+                    todoId=copy.id,
+                    conversationId=fork.conversation_id,
+                    turnId=fork.turn_id,
+                    cancelledBy=known,
+                    createdAt=now,
+                )
+            )
+        set_committed_value(copy, "cancelledBy", known)
+    await session.flush()
 
 
 def copied_rows(scope: TurnScope, todos: Sequence[Mapping[str, Any]]) -> list[TurnTodo]:

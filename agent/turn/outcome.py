@@ -1,17 +1,74 @@
-"""The messages the graph itself writes when a turn ends without the model's answer.
+"""The messages the graph itself writes when a turn ends without the model's answer, and the
+status a turn that answered ends with.
 
 Both are honest by construction: they are built from the rows in the database, not from what the
 model said, so a user always learns which planned items were done and which were not.
+
+``answered`` means everything asked was done. A row cancelled by anyone but the user (a failed
+action, NOT_FOUND, a refusal, a guess refused, no tool for it: the agent gave up on it, or a
+cancel recorded before who cancelled was) is part of the request left undone, and so is a
+direct action the compact profile reports as not done (``not_done_answer``): such a turn ends
+``incomplete`` (``turn_end_status``). Rows the user cancelled (a rejected plan, a ``planEdits``
+cancel: ``storage.models.CANCELLED_BY``) are the user's choice, not a failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
+from langchain_core.messages import AIMessage, AnyMessage
+
+from agent.turn.identity import message_text
 from prompts import render_prompt
 from storage.models import TurnTodo
 
 NONE_LINE = "- (none)"
+
+NOT_DONE_METADATA = "turnplan_not_done"
+"""``response_metadata`` key of an answer the harness wrote to say the request was not done
+(the compact profile's failed direct action): typed, so the status never hangs on its words."""
+
+
+def not_done_answer(text: str) -> AIMessage:
+    """An answer saying the request was not done: the turn it ends is ``incomplete``."""
+    return AIMessage(content=text, response_metadata={NOT_DONE_METADATA: True})
+
+
+def reports_not_done(message: AnyMessage | None) -> bool:
+    """Whether ``message`` is an answer made by ``not_done_answer``."""
+    return isinstance(message, AIMessage) and bool(message.response_metadata.get(NOT_DONE_METADATA))
+
+
+def not_done_rows(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
+    """The cancelled rows that were not the user's choice: work asked for and not done."""
+    return [row for row in rows if row.status == "cancelled" and row.canceller() != "user"]
+
+
+def turn_end_status(
+    rows: Sequence[TurnTodo], answer: AnyMessage | None = None
+) -> Literal["answered", "incomplete"]:
+    """How a turn whose rows are all closed ends: ``incomplete`` when any was cancelled for
+    a failure or the answer reports the request not done, else ``answered``."""
+    return "incomplete" if not_done_rows(rows) or reports_not_done(answer) else "answered"
+
+
+def _not_done_lines(rows: Sequence[TurnTodo]) -> list[str]:
+    return [f"- {row.title}: {row.outcome or 'no reason given'}" for row in rows]
+
+
+def with_not_done(answer: AIMessage, rows: Sequence[TurnTodo]) -> AIMessage | None:
+    """The answer restated (same id: it replaces the model's) with what was not done and why,
+    from the rows; None when nothing was left undone or the answer already lists each of them
+    in these very lines (the compact profile's answer, built from the rows)."""
+    lines = _not_done_lines(not_done_rows(rows))
+    text = message_text(answer).strip()
+    if not lines or all(line in text for line in lines):
+        return None
+    content = render_prompt(
+        "answer_not_done", answer=text, not_done="\n".join(lines), count=len(lines), total=len(rows)
+    )
+    return answer.model_copy(update={"content": content})
 
 
 def _done_lines(rows: Sequence[TurnTodo]) -> str:
@@ -111,18 +168,17 @@ def plan_complete_message(rows: Sequence[TurnTodo]) -> str:
 
 def plan_finished_message(rows: Sequence[TurnTodo]) -> str:
     """The answer built from a finished plan's rows (the compact profile's answer): everything
-    done, or, when some items were cancelled, what was done and what was not, said first."""
-    if not any(row.status == "cancelled" for row in rows):
+    done, or, when some items were cancelled for a failure, what was done and what was not,
+    said first. Items the user cancelled are listed with the done ones, as the user's choice."""
+    not_done = not_done_rows(rows)
+    if not not_done:
         return plan_complete_message(rows)
-    completed = [row for row in rows if row.status == "completed"]
-    cancelled = [row for row in rows if row.status == "cancelled"]
+    left = {row.id for row in not_done}
     return render_prompt(
         "plan_partly_done",
-        done=_done_lines(completed),
-        not_done="\n".join(
-            f"- {row.title}: {row.outcome or 'no reason given'}" for row in cancelled
-        ),
-        cancelled_count=len(cancelled),
+        done=_done_lines([row for row in rows if row.id not in left]),
+        not_done="\n".join(_not_done_lines(not_done)),
+        cancelled_count=len(not_done),
         total=len(rows),
     )
 

@@ -393,7 +393,11 @@ async def _edit_rows(
     for draft in drafts:
         if draft.status == "cancelled" and draft.row is not None and draft.outcome:
             await repository.close_if_open(
-                draft.row.id, status="cancelled", outcome=draft.outcome, completed_at=now
+                draft.row.id,
+                status="cancelled",
+                outcome=draft.outcome,
+                completed_at=now,
+                cancelled_by="user",
             )
     new_rows: list[NewTurnTodo] = []
     for draft, priority in zip(open_drafts, _priorities(open_drafts, base), strict=True):

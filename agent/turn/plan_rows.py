@@ -286,7 +286,8 @@ class TurnPlan:
         return await self._add(items, limits, None, replace_open=True)
 
     async def cancel_open(self, outcome: str) -> list[TurnTodo]:
-        """Cancel every open row with ``outcome`` (a plan the user rejected)."""
+        """Cancel every open row with ``outcome`` (a plan the user rejected: the user's choice,
+        recorded as such, so the turn is not counted as having failed at them)."""
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
@@ -294,7 +295,11 @@ class TurnPlan:
                 cancelled = []
                 for row in rows:
                     if row.status in OPEN_TODO_STATUSES and await repository.close_if_open(
-                        row.id, status="cancelled", outcome=outcome, completed_at=utc_now_iso()
+                        row.id,
+                        status="cancelled",
+                        outcome=outcome,
+                        completed_at=utc_now_iso(),
+                        cancelled_by="user",
                     ):
                         cancelled.append(row)
         except (SQLAlchemyError, OSError) as error:
@@ -424,8 +429,16 @@ class TurnPlan:
                 if status == "completed":
                     ensure_unblocked(row, "completed")
                 completed_at = utc_now_iso()
+                # Every cancel on this path is the agent's (the model's complete_todo, or the
+                # harness closing an item whose action failed): not the user's choice.
+                cancelled_by = "agent" if status == "cancelled" else None
                 closed = await repository.close_if_open(
-                    row.id, status=status, outcome=outcome, completed_at=completed_at, refresh=False
+                    row.id,
+                    status=status,
+                    outcome=outcome,
+                    completed_at=completed_at,
+                    refresh=False,
+                    cancelled_by=cancelled_by,
                 )
                 if not closed:
                     now = await repository.reload(row.id) or row
@@ -441,6 +454,7 @@ class TurnPlan:
                     outcome=outcome,
                     completedAt=completed_at,
                     startedAt=row.startedAt or (completed_at if status == "completed" else None),
+                    cancelledBy=cancelled_by,
                 )
                 assert rows is not None  # the row was found among them
                 change = await self._start_next(repository, rows)

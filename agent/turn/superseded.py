@@ -136,7 +136,11 @@ async def _close_turn(database: Database, scope: TurnScope, fate: RunFate) -> Su
         closed = []
         for row in await todos.find_by_turn(scope, OPEN_TODO_STATUSES):
             if await todos.close_if_open(
-                row.id, status="cancelled", outcome=OUTCOMES[fate], completed_at=closed_at
+                row.id,
+                status="cancelled",
+                outcome=OUTCOMES[fate],
+                completed_at=closed_at,
+                cancelled_by="system",
             ):
                 closed.append(row.title)
         calls = await turn_results_in(session, scope)

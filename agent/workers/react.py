@@ -2,24 +2,30 @@
 
 Our own graph rather than ``create_react_agent`` (deprecated in langgraph 1.x): it reuses the
 supervisor's tools node (error envelope, calls applied in the order written) and its model
-resolution, so a worker behaves like the supervisor minus the plan.
+resolution, so a worker behaves like the supervisor minus the plan. A tool that raises comes
+back to the worker's model as ``TOOL_ERROR`` too (``Context.handle_tool_errors``), so it can try
+again or say what it could not do, rather than failing the whole delegation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from agent.calls.ordering import build_tools_node
+from agent.calls.ordering import Execute, ToolResult, build_tools_node
 from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context, run_settings
+from agent.errors import ToolFailure, raised_failure
 from agent.llm.chat_models import (
     ModelSetting,
     invalid_tool_call_messages,
@@ -32,6 +38,25 @@ from agent.workers.worker import Worker, WorkerState
 from prompts import Prompts, active_prompts
 
 WorkerTarget = Literal["model", "tools", "__end__"]
+
+logger = logging.getLogger("agent.tools")
+
+
+async def raised_as_failure(request: ToolCallRequest, execute: Execute) -> ToolResult:
+    """A worker's call whose tool raised, answered ``TOOL_ERROR`` (the tools node turns the
+    ``ToolFailure`` into the error result) unless the run's ``Context.handle_tool_errors`` is
+    false; interrupts, cancellation and a refused resume value pass through."""
+    try:
+        return await execute(request)
+    except (GraphBubbleUp, asyncio.CancelledError, ToolFailure):
+        raise
+    except Exception as error:
+        settings = run_settings(request.runtime.context if request.runtime else None)
+        if is_invalid_resume(error) or not settings.handle_tool_errors:
+            raise
+        name = request.tool_call.get("name", "?")
+        logger.warning("worker tool %s raised", name, exc_info=error)
+        raise raised_failure(name, error) from error
 
 
 def build_worker(
@@ -79,7 +104,7 @@ def build_worker(
 
     builder = StateGraph(WorkerState, context_schema=Context)
     builder.add_node("model", call_model, destinations=("model", "tools", END))
-    builder.add_node("tools", build_tools_node(tool_list))
+    builder.add_node("tools", build_tools_node(tool_list, inner=raised_as_failure))
     builder.add_edge(START, "model")
     builder.add_edge("tools", "model")
     # No checkpointer, ever: each delegation is a fresh run, even under a checkpointed parent.

@@ -12,13 +12,28 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Update, and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import (
+    Insert,
+    Text,
+    Update,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased, selectinload
 
 from storage.models import (
+    CANCELLED_BY,
     OPEN_TODO_STATUSES,
     TODO_STATUSES,
+    TodoCancellation,
     TurnTodo,
     todo_dependencies,
     utc_now_iso,
@@ -88,6 +103,19 @@ def _close_if_open(*, completing: bool) -> Update:
     )
 
 
+def _record_cancellation() -> Insert:
+    """Who cancelled the row, with the row's own conversation and turn, in one statement."""
+    row = select(
+        TurnTodo.id,
+        TurnTodo.conversationId,
+        TurnTodo.turnId,
+        bindparam("by", type_=Text),
+        bindparam("at", type_=Text),
+    ).where(TurnTodo.id == bindparam("todo_id"))
+    columns = ["todoId", "conversationId", "turnId", "cancelledBy", "createdAt"]
+    return insert(TodoCancellation).from_select(columns, row)
+
+
 def _start_stage_if_idle() -> Update:
     other = aliased(TurnTodo)
     has_blockers = exists().where(todo_dependencies.c.todoId == other.id)
@@ -140,6 +168,7 @@ _CLOSE_IF_OPEN = _close_if_open(completing=False)
 _COMPLETE_IF_OPEN = _close_if_open(completing=True)
 _START_STAGE_IF_IDLE = _start_stage_if_idle()
 _START_READY = _start_ready()
+_RECORD_CANCELLATION = _record_cancellation()
 
 
 class TurnTodoRepository:
@@ -219,19 +248,39 @@ class TurnTodoRepository:
         return row
 
     async def close_if_open(
-        self, todo_id: str, *, status: str, outcome: str, completed_at: str, refresh: bool = True
+        self,
+        todo_id: str,
+        *,
+        status: str,
+        outcome: str,
+        completed_at: str,
+        refresh: bool = True,
+        cancelled_by: str | None = None,
     ) -> bool:
         """Close a row only if it is still open, in one statement, so two concurrent closes
         cannot both succeed. A row completed without ever starting gets ``startedAt`` too.
-        ``refresh=False`` leaves a loaded row as it was (the caller brings it in line)."""
+        ``refresh=False`` leaves a loaded row as it was (the caller brings it in line).
+
+        A cancel must say who cancelled (``cancelled_by``, one of ``CANCELLED_BY``): it is
+        recorded with the close, in the same transaction, so a turn can tell the user's choice
+        from a failure without reading the outcome's words."""
+        if status == "cancelled" and cancelled_by not in CANCELLED_BY:
+            raise ValueError(
+                f"cancelling a row needs cancelled_by in {CANCELLED_BY}, got {cancelled_by!r}"
+            )
         statement = _COMPLETE_IF_OPEN if status == "completed" else _CLOSE_IF_OPEN
         result = await self._execute_core(
             statement,
             {"todo_id": todo_id, "new_status": status, "new_outcome": outcome, "at": completed_at},
         )
+        closed = bool(getattr(result, "rowcount", 0))
+        if closed and status == "cancelled":
+            await self._execute_core(
+                _RECORD_CANCELLATION, {"todo_id": todo_id, "by": cancelled_by, "at": completed_at}
+            )
         if refresh:
             await self.reload(todo_id)
-        return bool(getattr(result, "rowcount", 0))
+        return closed
 
     async def start_stage_if_idle(self, scope: TurnScope, priority: int, *, started_at: str) -> int:
         """Start the pending rows at ``priority`` (one stage) only if no row of an earlier stage
@@ -286,7 +335,7 @@ class TurnTodoRepository:
         result = await self._session.execute(statement)
         return int(getattr(result, "rowcount", 0) or 0)
 
-    async def _execute_core(self, statement: Update, parameters: dict[str, Any]) -> Any:
+    async def _execute_core(self, statement: Update | Insert, parameters: dict[str, Any]) -> Any:
         """A conditional UPDATE on the session's connection, as Core: it changes rows no
         loaded object is synced from (the caller reloads or marks them), and the ORM's bulk
         path costs more than the statement (two run per plan item)."""

@@ -14,7 +14,12 @@ from agent.app.cli import main
 from agent.llm.chat_models import clear_model_cache
 from storage import Database
 from storage.repositories.tasks import TaskRepository
-from tests.http_asking import OPTIONS, approval_aware_model, asking_model
+from tests.http_asking import (
+    OPTIONS,
+    approval_aware_model,
+    asking_model,
+    gives_up_on_a_missing_task,
+)
 from tests.http_oracle import HttpPlanOracle
 from tests.scripted_openai import ScriptedOpenAIServer, server_error, text
 
@@ -115,6 +120,28 @@ def test_run_exits_one_when_the_model_fails(
     assert status == 1
     assert "I could not finish this request: the language model failed" in out
     assert "turn failed" in out
+
+
+def test_run_exits_seven_when_an_item_was_cancelled_because_it_failed(
+    scripted_openai: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_openai.base_url)
+    scripted_openai.respond_with(gives_up_on_a_missing_task)
+    database = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+
+    status = main(["run", "--model", "openai:scripted", "--database", database, "tick off ghost"])
+
+    captured = capsys.readouterr()
+    assert status == 7
+    assert "✗ cancelled Complete ghost — No task found matching 'ghost'." in captured.out
+    assert "- Complete ghost: No task found matching 'ghost'." in captured.out  # the answer
+    assert "turn incomplete" in captured.out
+    assert "turnplan run: turn incomplete (exit 7): part of the request was not done" in (
+        captured.err
+    )
 
 
 def test_run_without_a_usable_model_setting_explains_the_fix(

@@ -226,3 +226,22 @@ async def test_a_planned_turn_on_the_embedded_model_ends_with_every_item_closed(
     # The model over-plans (restatements of the one item are common), but the task asked for is
     # among those added, in the user's words.
     assert any(title.lower() == "water the plants" for title in tasks), tasks
+
+
+def test_turnplan_run_on_the_embedded_model_exits_seven_when_the_action_failed(
+    clean_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README's first command, on the embedded model, for a task that does not exist: the
+    answer says it was not done and why, and the exit status says the turn is incomplete (a
+    script must not take it for done)."""
+    from agent.app.cli import main
+
+    clear_model_cache()
+    database = f"sqlite+aiosqlite:///{tmp_path / 'turn.db'}"
+
+    status = main(["run", "--model", "local", "--database", database, "tick off 'ghost'"])
+
+    captured = capsys.readouterr()
+    assert status == 7, captured.out + captured.err
+    assert "Not done: complete_task failed: No task found matching 'ghost'." in captured.out
+    assert "turnplan run: turn incomplete (exit 7)" in captured.err

@@ -71,7 +71,7 @@ async def test_the_models_own_mistakes_are_not_operator_faults(
     assert not [r for r in caplog.records if r.name == "agent.tools"]
 
 
-async def test_a_tool_bug_is_logged_with_the_turn_and_still_raises(
+async def test_a_tool_bug_is_logged_with_the_turn_and_raises_when_asked_to(
     database: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
     model = ScriptedChatModel(script=[ai(tool_call("buggy", note="x"))])
@@ -79,7 +79,7 @@ async def test_a_tool_bug_is_logged_with_the_turn_and_still_raises(
     with caplog.at_level(logging.WARNING, logger="agent.tools"), pytest.raises(KeyError):
         await graph.ainvoke(
             {"messages": [HumanMessage(content="go", id="turn-b")]},
-            context=Context(conversation_id="conv-b"),
+            context=Context(conversation_id="conv-b", handle_tool_errors=False),
         )
     (record,) = [r for r in caplog.records if r.name == "agent.tools"]
     assert "buggy" in record.getMessage() and "conv-b" in record.getMessage()

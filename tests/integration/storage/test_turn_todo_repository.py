@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 
 from storage import Database
 from storage.repositories import NewTurnTodo, TurnScope, TurnTodoRepository
@@ -128,3 +129,73 @@ async def test_items_sharing_a_priority_keep_the_order_they_were_given(
     async with database.session() as session:
         rows = await TurnTodoRepository(session).find_by_turn(SCOPE)
     assert [r.title for r in rows] == titles
+
+
+async def test_a_cancel_records_who_cancelled_and_every_read_returns_it(
+    database: Database,
+) -> None:
+    async with database.session() as session:
+        repository = TurnTodoRepository(session)
+        mine, theirs, done = await repository.create_batch(
+            SCOPE, [NewTurnTodo(title=t, priority=i) for i, t in enumerate("abc")]
+        )
+        at = "2026-01-01T00:00:00.000000Z"
+        assert await repository.close_if_open(
+            mine.id, status="cancelled", outcome="not wanted", completed_at=at, cancelled_by="user"
+        )
+        assert await repository.close_if_open(
+            theirs.id,
+            status="cancelled",
+            outcome="NOT_FOUND",
+            completed_at=at,
+            cancelled_by="agent",
+        )
+        assert await repository.close_if_open(
+            done.id, status="completed", outcome="ok", completed_at=at
+        )
+        # A second cancel of a closed row changes nothing, and records nothing twice.
+        assert not await repository.close_if_open(
+            mine.id, status="cancelled", outcome="again", completed_at=at, cancelled_by="agent"
+        )
+        with pytest.raises(ValueError, match="cancelled_by"):
+            await repository.close_if_open(
+                done.id, status="cancelled", outcome="who?", completed_at=at
+            )
+    async with database.session(readonly=True) as session:
+        rows = await TurnTodoRepository(session).find_by_turn(SCOPE)
+    assert [(r.title, r.canceller()) for r in rows] == [("a", "user"), ("b", "agent"), ("c", None)]
+    assert [r.to_dict().get("cancelledBy", "-") for r in rows] == ["user", "agent", "-"]
+
+
+async def test_a_database_made_before_cancellations_were_recorded_gains_their_table(
+    database: Database,
+) -> None:
+    """An existing database (SQLite or PostgreSQL) is not refused: the next process adds the
+    table, and a row cancelled before it existed reads as cancelled by no one known."""
+    async with database.session() as session:
+        repository = TurnTodoRepository(session)
+        old, new = await repository.create_batch(
+            SCOPE, [NewTurnTodo(title="old"), NewTurnTodo(title="new")]
+        )
+    async with database.engine.begin() as connection:
+        await connection.execute(text("DROP TABLE todo_cancellations"))
+        await connection.execute(
+            text("UPDATE turn_todos SET status = 'cancelled', outcome = 'gone' WHERE id = :id"),
+            {"id": old.id},
+        )
+    reopened = Database(database.url)
+    try:
+        async with reopened.session() as session:
+            repository = TurnTodoRepository(session)
+            assert await repository.close_if_open(
+                new.id,
+                status="cancelled",
+                outcome="not wanted",
+                completed_at="2026-01-01T00:00:00.000000Z",
+                cancelled_by="user",
+            )
+        async with reopened.session(readonly=True) as session:
+            rows = await TurnTodoRepository(session).find_by_turn(SCOPE)
+    finally:
+        await reopened.dispose()
+    assert {r.title: r.canceller() for r in rows} == {"old": None, "new": "user"}

@@ -131,9 +131,7 @@ async def test_a_part_still_missing_is_stated_and_the_turn_ends_incomplete(
     assert drafts == [answer]
     assert result["auditCalls"] == 2
     assert run_exit_status("incomplete") not in (0, 1, 3, 4, 5, 6)
-    assert "the audit of the answer found parts of the request not done" in why_not_answered(
-        "incomplete"
-    )
+    assert "the audit of the answer found parts not done" in why_not_answered("incomplete")
 
 
 @pytest.mark.parametrize(

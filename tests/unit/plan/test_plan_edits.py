@@ -82,6 +82,7 @@ async def test_edits_on_a_plan_awaiting_approval_ask_again_and_the_approval_work
     rows = {row["title"]: row for row in edited["todos"]}
     assert rows["Add milk"]["status"] == "cancelled"
     assert rows["Add milk"]["outcome"] == "Cancelled by the user: have some"
+    assert rows["Add milk"]["cancelledBy"] == "user"  # the user's choice: the turn may answer
     (card,) = [ui for ui in edited["ui"] if ui["name"] == "plan"]  # the card shows the edits
     assert [(r["title"], r["status"]) for r in card["props"]["todos"]] == [
         (r["title"], r["status"]) for r in edited["todos"]

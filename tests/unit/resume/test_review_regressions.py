@@ -65,8 +65,12 @@ async def test_a_thread_survives_a_run_that_died_in_the_tools_node(database: Dat
         include_default_tools=False,
     )
     config: Any = {"configurable": {"thread_id": "t"}}
-    with pytest.raises(RuntimeError, match="bug in a tool"):
-        await graph.ainvoke({"messages": [HumanMessage(content="boom")]}, config)
+    with pytest.raises(RuntimeError, match="bug in a tool"):  # re-raised, as asked
+        await graph.ainvoke(
+            {"messages": [HumanMessage(content="boom")]},
+            config,
+            context=Context(handle_tool_errors=False),
+        )
     second = await graph.ainvoke({"messages": [HumanMessage(content="hello")]}, config)
     assert second["messages"][-1].content == "fine now"
     sent = model.prompts[-1]

@@ -132,12 +132,14 @@ async def test_a_failing_worker_is_an_error_result_and_the_turn_goes_on(
     assert failed.status == "error"
     envelope = json.loads(str(failed.content))
     assert envelope["error"] == "WORKER_ERROR" and "model server down" in envelope["message"]
-    assert result["turnStatus"] == "answered"
+    # The item the worker failed at was not done: the turn says so, it did not answer it all.
+    assert result["turnStatus"] == "incomplete"
     assert [status for _, status, _, _ in rows_in_db(database)] == [
         "completed",
         "cancelled",
         "completed",
     ]
+    assert "Not done" in str(result["messages"][-1].content)
     assert DONE == ["a", "c"]
 
 
@@ -448,3 +450,44 @@ async def test_a_worker_whose_server_reports_no_usage_is_estimated(database: Dat
     row = result["todos"][0]["usage"]
     assert row["llmCalls"] == 4 and row["promptTokens"] > 200 + 50 and row["completionTokens"] > 20
     assert result["usageEstimated"] is True
+
+
+async def test_a_worker_tool_that_raises_is_an_error_result_for_the_workers_model(
+    database: Database,
+) -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def add_task(title: str) -> str:
+        """Add a task (its store is on fire in this test)."""
+        raise OSError("task store unreachable")
+
+    worker_llm = ScriptedChatModel(
+        script=[
+            ai(tool_call("add_task", title="buy groceries")),
+            AIMessage(content="Not done: the task store is unreachable."),
+        ]
+    )
+    worker = build_worker(
+        "tasks",
+        "Adds tasks.",
+        model=worker_llm,
+        tools=[add_task],
+        prompt_sections=("worker_tasks",),
+    )
+    graph = supervisor_graph(
+        ScriptedChatModel(responder=DelegatingSupervisor()), database, [worker]
+    )
+
+    result = await run(graph)
+
+    seen = [m for m in worker_llm.prompts[1] if isinstance(m, ToolMessage)]
+    assert [(m.status, json.loads(str(m.content))["error"]) for m in seen] == [
+        ("error", "TOOL_ERROR")
+    ]
+    assert "OSError: task store unreachable" in str(seen[0].content)
+    delegated = next(
+        m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "delegate"
+    )
+    assert delegated.status != "error"  # the worker answered; it did not fail
+    assert "the task store is unreachable" in str(delegated.content)
