@@ -204,3 +204,49 @@ async def test_a_fork_keeps_who_cancelled_its_rows_so_the_users_choice_still_ans
         ("Add bread", "completed", None),
         ("Add milk", "cancelled", "user"),
     ]
+
+
+async def test_compact_a_request_no_tool_does_is_not_answered(database: Database) -> None:
+    graph = build_graph(ScriptedChatModel(script=[]), database=database)
+
+    result = await run(graph, "Email my boss the quarterly numbers.", COMPACT)
+
+    assert result["turnStatus"] == "incomplete"
+    assert str(result["messages"][-1].content).startswith("I did nothing")
+
+
+async def test_compact_a_question_the_model_only_echoes_is_not_answered(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(script=[AIMessage(content="What is 12 times 12?")])
+    graph = build_graph(model, database=database)
+
+    result = await run(graph, "What is 12 times 12?", COMPACT)
+
+    assert model.calls == 1
+    assert result["turnStatus"] == "incomplete"
+    assert "I have no answer to that" in str(result["messages"][-1].content)
+
+
+async def test_compact_a_question_the_model_answers_is_answered_with_no_tool(
+    database: Database,
+) -> None:
+    model = ScriptedChatModel(script=[AIMessage(content="144.")])
+    graph = build_graph(model, database=database)
+
+    result = await run(graph, "What is 12 times 12?", COMPACT)
+
+    assert result["turnStatus"] == "answered"
+    assert str(result["messages"][-1].content) == "144."
+    assert result.get("todos") in (None, [])
+
+
+async def test_compact_taking_back_with_nothing_before_it_changes_nothing_and_answers(
+    database: Database,
+) -> None:
+    graph = build_graph(ScriptedChatModel(script=[]), database=database)
+
+    result = await run(graph, "Forget it.", COMPACT)
+
+    assert result["turnStatus"] == "answered"
+    assert str(result["messages"][-1].content) == "Understood: I changed nothing."
