@@ -240,6 +240,13 @@ def referents_wanted(target: str) -> int | None:
 
 
 _SUBJECT = re.compile(r"^(?:i|we|i've|i have|i'm|we've)\s+(?=\w)", re.IGNORECASE)
+_NEED_TO = re.compile(
+    r"^.*?\b(?:i|we)\s+(?:still\s+|also\s+|really\s+)?"
+    r"(?:need|have|want|must|should|ought|got|'d like|would like)\s+to\s+(?=\w)",
+    re.IGNORECASE,
+)
+"""A lead-in before what the user has to do ("For the party I still need to buy balloons"):
+the task is the words after it."""
 
 
 _PARTICLE = re.compile(r"^(?P<verb>\w+) (?P<particle>off|up|down|out|over|away)$")
@@ -281,7 +288,7 @@ def core_phrase(step: RequestStep, verb: str | None = None) -> str:
         # a destination below).
         text = re.sub(rf"\s+{split['particle']}\b", "", text[len(split["verb"]) :], count=1)
     else:
-        text = _LEADING_VERB.sub("", _SUBJECT.sub("", text))
+        text = _LEADING_VERB.sub("", _SUBJECT.sub("", _NEED_TO.sub("", text)))
     text = _LEADING_TASK_NOUN.sub("", text.strip())
     text = _TRAILING_PLACE.sub("", text)
     if _ONE.match(text) or _TWO.match(text):

@@ -233,3 +233,16 @@ def test_a_first_person_report_of_a_task_done_completes_the_task_it_fully_names(
     tools: list[Any],
 ) -> None:
     assert planned(tools, "I'm done with the laundry.") == [("complete_task", "laundry")]
+
+
+def test_things_listed_in_prose_are_added_as_what_the_user_has_to_do(tools: list[Any]) -> None:
+    request = (
+        "For the party I still need to buy balloons, order the cake and send the "
+        "invitations, please add those."
+    )
+
+    assert planned(tools, request) == [
+        ("add_task", "buy balloons"),
+        ("add_task", "order the cake"),
+        ("add_task", "send the invitations"),
+    ]
