@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
 from agent.calls.catalog import ToolCatalog, Toolset
@@ -124,6 +125,7 @@ def build_graph(
     *,
     tools: Sequence[BaseTool] | None = None,
     checkpointer: Checkpointer = None,
+    store: BaseStore | None = None,
     database: Database | str | None = None,
     include_default_tools: bool = True,
     workers: Sequence[Worker] | None = None,
@@ -138,7 +140,11 @@ def build_graph(
 
     ``model``: a chat model instance, a ``"provider:model"`` string, or None (the run's context,
     then ``TURNPLAN_MODEL``, then the embedded local model). ``tools``: your own domain tools,
-    added to the todo tools and the built-in ones. ``database``: a ``Database`` or URL (default:
+    added to the todo tools and the built-in ones. ``store``: a LangGraph ``BaseStore``
+    compiled into the graph, for your tools' long-term memory across threads and turns: they
+    reach it through ``ToolRuntime.store`` or an ``InjectedStore`` argument (the LangGraph
+    server gives the served graph its own store; turnplan's plan rows live in ``database``).
+    ``database``: a ``Database`` or URL (default:
     ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``workers``: specialists plan
     items are delegated to by ``agentType`` (e.g. ``agent.tools.task_worker.build_task_worker``);
     with none, no ``delegate`` tool is bound and the graph is the plain supervisor.
@@ -199,7 +205,7 @@ def build_graph(
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("tools", after_tools, ["execute", "drain"])
     builder.add_conditional_edges("drain", after_drain, ["execute", END])
-    return builder.compile(checkpointer=checkpointer, name="supervisor")
+    return builder.compile(checkpointer=checkpointer, store=store, name="supervisor")
 
 
 database = Database()
