@@ -8,21 +8,21 @@
 Nodes return state updates; the branches (``agent.nodes.routing``) read the next node off the state,
 so an edit made in Studio as any node continues the turn.
 
-``graph`` is what ``langgraph.json`` serves, through ``agent.server`` (the dev server brings its
-own checkpointer);
-``build_graph`` is for Python callers who pass their own model, tools, checkpointer or database.
+``build_graph`` compiles a supervisor for Python callers, who pass their own model, tools,
+checkpointer, store or database; ``agent.server`` builds the one ``langgraph.json`` serves, on
+the server's first access. Importing this module builds nothing and touches no file: the
+served graph, its database and MCP servers are made only when the server asks for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.sessions import Connection
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -40,7 +40,6 @@ from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
 from agent.nodes.routing import after_drain, after_model_step, after_plan, after_tools
 from agent.nodes.tools_node import build_supervisor_tools_node
-from agent.run_fates import server_run_fate
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.continue_plan import build_continue_tool
@@ -53,6 +52,9 @@ from agent.turn.superseded import RunFates
 from agent.workers import Worker, WorkerRegistry
 from prompts import Prompts, use_prompts
 from storage import Database
+
+if TYPE_CHECKING:  # `mcp` takes ~0.5 s to import: only a run that lists MCP tools needs it
+    from langchain_mcp_adapters.sessions import Connection
 
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
 
@@ -206,14 +208,3 @@ def build_graph(
     builder.add_conditional_edges("tools", after_tools, ["execute", "drain"])
     builder.add_conditional_edges("drain", after_drain, ["execute", END])
     return builder.compile(checkpointer=checkpointer, store=store, name="supervisor")
-
-
-database = Database()
-"""The served graph's database (``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``);
-``agent.server`` closes it when the server stops."""
-
-mcp_tools = McpTools()
-"""The served graph's MCP servers (``TURNPLAN_MCP_SERVERS``); ``agent.server`` closes their
-sessions when the server stops."""
-
-graph = build_graph(database=database, mcp_servers=mcp_tools, run_fates=server_run_fate)
