@@ -35,9 +35,11 @@ from agent.errors import database_failure
 from agent.turn.evidence import pending_evidence
 from agent.turn.identity import message_text
 from storage import Database
+from storage.models import ToolResult
 from storage.repositories import (
     ToolCallKey,
     ToolResultRepository,
+    TurnScope,
     record_alone,
     record_in,
     record_with_evidence,
@@ -223,6 +225,12 @@ async def recorded_results_in(
     """``recorded_results`` inside the caller's transaction."""
     found = await ToolResultRepository(session).find(conversation_id, tool_call_ids)
     return {row.toolCallId: _recorded(row.toolName, row.content, row.stateUpdate) for row in found}
+
+
+async def turn_results_in(session: AsyncSession, scope: TurnScope) -> list[ToolResult]:
+    """The turn's recorded calls, in the order they were recorded, inside the caller's
+    transaction: a read of the ledger, which only this module touches."""
+    return await ToolResultRepository(session).of_turn(scope)
 
 
 def _recorded(tool_name: str, content: str, state_update: str | None) -> RecordedResult:

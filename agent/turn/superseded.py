@@ -31,12 +31,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
+from agent.turn.call_ledger import turn_results_in
 from prompts import render_prompt
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, utc_now_iso
 from storage.repositories import (
     TodoContinuationRepository,
-    ToolResultRepository,
     TurnScope,
     TurnStepRepository,
     TurnTodoRepository,
@@ -139,7 +139,7 @@ async def _close_turn(database: Database, scope: TurnScope, fate: RunFate) -> Su
                 row.id, status="cancelled", outcome=OUTCOMES[fate], completed_at=closed_at
             ):
                 closed.append(row.title)
-        calls = await ToolResultRepository(session).of_turn(scope)
+        calls = await turn_results_in(session, scope)
     effects = tuple(
         f"{call.toolName}: {_shortened(call.content)}"
         for call in calls
