@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import pytest
 from langchain.tools import ToolRuntime as LangchainToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import InjectedState, InjectedStore
 from langgraph.prebuilt import ToolRuntime as LanggraphToolRuntime
@@ -66,10 +66,31 @@ def note_injected_state(
     return json.dumps({"count": _count(store, title), "user": "alice", "turn": bool(turn)})
 
 
+@tool
+def note_with_call_id(
+    title: str, runtime: LangchainToolRuntime, call_id: Annotated[str, InjectedToolCallId]
+) -> str:
+    """Note an item (gets the runtime and the id of its own call)."""
+    assert call_id and call_id == runtime.tool_call_id
+    return json.dumps({"count": _count(runtime.store, title), "user": "alice", "turn": True})
+
+
 @pytest.mark.parametrize(
     "user_tool",
-    [note_langchain_runtime, note_langgraph_runtime, note_injected_store, note_injected_state],
-    ids=["langchain-ToolRuntime", "langgraph-ToolRuntime", "InjectedStore", "InjectedState"],
+    [
+        note_langchain_runtime,
+        note_langgraph_runtime,
+        note_injected_store,
+        note_injected_state,
+        note_with_call_id,
+    ],
+    ids=[
+        "langchain-ToolRuntime",
+        "langgraph-ToolRuntime",
+        "InjectedStore",
+        "InjectedState",
+        "InjectedToolCallId",
+    ],
 )
 async def test_a_user_tool_keeps_its_own_store_across_two_turns_without_warnings(
     database: Database, user_tool: BaseTool
@@ -101,6 +122,8 @@ async def test_a_user_tool_keeps_its_own_store_across_two_turns_without_warnings
     # The second turn found what the first one wrote in the store.
     assert counts == [[1, 1], [2, 2]]
     assert store.get(NAMESPACE, "milk").value == {"count": 2}  # type: ignore[union-attr]
+    # The caller's own tool object is as it was given (the graph runs a copy).
+    assert "PlainSerializer" not in repr(user_tool.args_schema.model_fields)  # type: ignore[union-attr]
 
 
 def _two_turns(note: Any) -> Any:
