@@ -8,25 +8,26 @@
 Nodes return state updates; the branches (``agent.nodes.routing``) read the next node off the state,
 so an edit made in Studio as any node continues the turn.
 
-``graph`` is what ``langgraph.json`` serves, through ``agent.server`` (the dev server brings its
-own checkpointer);
-``build_graph`` is for Python callers who pass their own model, tools, checkpointer or database.
+``build_graph`` compiles a supervisor for Python callers, who pass their own model, tools,
+checkpointer, store or database; ``agent.server`` builds the one ``langgraph.json`` serves, on
+the server's first access. Importing this module builds nothing and touches no file: the
+served graph, its database and MCP servers are made only when the server asks for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.sessions import Connection
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
 from agent.calls.catalog import ToolCatalog, Toolset
@@ -39,7 +40,6 @@ from agent.nodes.execute import make_execute_node
 from agent.nodes.plan import make_plan_node
 from agent.nodes.routing import after_drain, after_model_step, after_plan, after_tools
 from agent.nodes.tools_node import build_supervisor_tools_node
-from agent.run_fates import server_run_fate
 from agent.state import InputState, OutputState, SupervisorState
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.continue_plan import build_continue_tool
@@ -52,6 +52,9 @@ from agent.turn.superseded import RunFates
 from agent.workers import Worker, WorkerRegistry
 from prompts import Prompts, use_prompts
 from storage import Database
+
+if TYPE_CHECKING:  # `mcp` takes ~0.5 s to import: only a run that lists MCP tools needs it
+    from langchain_mcp_adapters.sessions import Connection
 
 SupervisorGraph = CompiledStateGraph[SupervisorState, Context, InputState, OutputState]
 
@@ -124,6 +127,7 @@ def build_graph(
     *,
     tools: Sequence[BaseTool] | None = None,
     checkpointer: Checkpointer = None,
+    store: BaseStore | None = None,
     database: Database | str | None = None,
     include_default_tools: bool = True,
     workers: Sequence[Worker] | None = None,
@@ -138,7 +142,11 @@ def build_graph(
 
     ``model``: a chat model instance, a ``"provider:model"`` string, or None (the run's context,
     then ``TURNPLAN_MODEL``, then the embedded local model). ``tools``: your own domain tools,
-    added to the todo tools and the built-in ones. ``database``: a ``Database`` or URL (default:
+    added to the todo tools and the built-in ones. ``store``: a LangGraph ``BaseStore``
+    compiled into the graph, for your tools' long-term memory across threads and turns: they
+    reach it through ``ToolRuntime.store`` or an ``InjectedStore`` argument (the LangGraph
+    server gives the served graph its own store; turnplan's plan rows live in ``database``).
+    ``database``: a ``Database`` or URL (default:
     ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``workers``: specialists plan
     items are delegated to by ``agentType`` (e.g. ``agent.tools.task_worker.build_task_worker``);
     with none, no ``delegate`` tool is bound and the graph is the plain supervisor.
@@ -199,15 +207,4 @@ def build_graph(
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("tools", after_tools, ["execute", "drain"])
     builder.add_conditional_edges("drain", after_drain, ["execute", END])
-    return builder.compile(checkpointer=checkpointer, name="supervisor")
-
-
-database = Database()
-"""The served graph's database (``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``);
-``agent.server`` closes it when the server stops."""
-
-mcp_tools = McpTools()
-"""The served graph's MCP servers (``TURNPLAN_MCP_SERVERS``); ``agent.server`` closes their
-sessions when the server stops."""
-
-graph = build_graph(database=database, mcp_servers=mcp_tools, run_fates=server_run_fate)
+    return builder.compile(checkpointer=checkpointer, store=store, name="supervisor")

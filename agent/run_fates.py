@@ -3,7 +3,7 @@
 A graph served by LangGraph Server reaches the server it runs in through ``langgraph_sdk``'s
 in-process client (``get_client()`` with no URL, the SDK's documented way for code inside the
 server). A rollback deletes the run (``runs.get`` answers 404); an interrupt leaves it with the
-status ``interrupted``. Only the served graph is built with this (``agent.graph.graph``): a
+status ``interrupted``. Only the served graph is built with this (``agent.app.served``): a
 Python caller has no server to ask.
 """
 

@@ -7,13 +7,18 @@ default, while the same dict raises in Python. The server calls a graph factory 
 context before it filters it (``ServerRuntime.execution_runtime.context``), so the factory applies
 the Python rule: a run whose context names an unknown key fails with an error naming it.
 
-The factory returns the module-level graph unchanged; for every other access (schemas, state
-reads and updates, drawing) there is no context and nothing to check.
+The graph is built when the server starts (``app``'s lifespan) or on its first access,
+whichever comes first (``agent.app.served``), not when a module is imported: importing
+turnplan stays cheap and does no I/O, and the build (prompt files read and checked, tools made)
+runs in a thread, off the server's event loop. Every access after that gets the same graph;
+for the accesses without a run (schemas, state reads and updates, drawing) there is no context
+and nothing to check.
 
 ``app`` is served beside the API (``http.app`` in ``langgraph.json``) for its lifespan and one
-guard. Lifespan: when the server stops, MCP sessions are closed (their stdio servers end), the
-embedded model server is stopped, and the database engine is disposed on the server's own event
-loop, so SQLite checkpoints its write-ahead log into the database file and leaves no ``-wal``
+guard. Lifespan: the graph is built when the server starts; when the server stops, MCP sessions
+are closed (their stdio servers end), the embedded model server is stopped, and the database
+engine is disposed on the server's own event loop, so SQLite checkpoints its write-ahead log
+into the database file and leaves no ``-wal``
 behind. Guard: ``langgraph dev`` (the in-memory runtime) serves routes of its own outside
 authentication: ``/internal/truncate`` wipes every
 thread, ``/internal/debug/thread/<id>`` returns any user's thread to anyone, ``/deploy`` starts a
@@ -31,6 +36,7 @@ the thread's checkpoints before the graph can refuse it), so the caps on each in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
@@ -40,32 +46,43 @@ from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent.app.served import served
 from agent.auth import TOKENS_ENV, tokens_required
 from agent.context import Context, check_context_keys
-from agent.graph import SupervisorGraph, database, graph, mcp_tools
+from agent.graph import SupervisorGraph
 from agent.llm.chat_models import close_chat_models
 from agent.llm.local_model import stop_shared_local_model_server
 from agent.origins import OriginGuard
 
 
-def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
-    """The ``supervisor`` graph for one server access; refuses a run with unknown context keys."""
+async def supervisor(runtime: ServerRuntime[Context]) -> SupervisorGraph:
+    """The ``supervisor`` graph for one server access; refuses a run with unknown context keys.
+    Async so that the first access builds the graph in a thread, not on the server's loop."""
     execution = runtime.execution_runtime
     if execution is not None and isinstance(execution.context, Mapping):
         check_context_keys(execution.context)
-    return graph
+    built = served.built
+    if built is None:
+        built = await asyncio.to_thread(served.get)
+    return built.graph
 
 
 @asynccontextmanager
 async def lifespan(_: Starlette) -> AsyncIterator[None]:
-    """Nothing to start; on shutdown close the MCP sessions, the database and the model
-    clients of this loop, and stop the embedded model server if a run started it (``atexit``
-    would too, but only if the interpreter gets that far)."""
+    """On startup, build the served graph (in a thread): a prompt folder that fails its check
+    (docs/prompts.md) stops the server from starting, as a broken import did. On shutdown,
+    close the MCP sessions, the database and the model clients of this loop, and stop the
+    embedded model server if a run started it (``atexit`` would too, but only if the
+    interpreter gets that far)."""
+    await asyncio.to_thread(served.get)
     yield
-    await mcp_tools.aclose()
+    built = served.built
+    if built is not None:
+        await built.mcp_tools.aclose()
     await close_chat_models()
     await stop_shared_local_model_server()
-    await database.dispose()
+    if built is not None:
+        await built.database.dispose()
 
 
 DEV_ONLY_ROUTES = ("/internal/", "/deploy/")

@@ -160,16 +160,11 @@ async def run_command(args: argparse.Namespace) -> int:
     (``RUN_EXIT_CODES``: 1 failed, also for bad settings and nothing to resume; 3
     budget_exhausted, 4 stalled, 5 no_answer, 6 paused, 7 incomplete) with one line on standard
     error saying why."""
-    from prompts import PromptFolderError
-
-    try:  # importing the graph builds the served one, with TURNPLAN_PROMPTS_DIR's prompts
-        from agent.app.run_turn import run_turn
-    except PromptFolderError as error:
-        print(f"turnplan run: {error}", file=sys.stderr)
-        return 1
+    from agent.app.run_turn import run_turn
     from agent.errors import ConfigurationError
     from agent.llm.chat_models import close_chat_models
     from agent.llm.local_model import stop_shared_local_model_server
+    from prompts import PromptFolderError
 
     stopped_by = _cancel_on_signals()
     if args.resume and not args.thread:
@@ -191,7 +186,7 @@ async def run_command(args: argparse.Namespace) -> int:
             toolsets=args.toolsets,
             approve_plan=args.approve_plan,
         )
-    except (ConfigurationError, PromptFolderError) as error:
+    except (ConfigurationError, PromptFolderError) as error:  # the graph checks the prompts
         print(f"turnplan run: {error}", file=sys.stderr)
         return 1
     except asyncio.CancelledError:

@@ -37,6 +37,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from agent.calls.injected_args import quiet_injected_args
 from agent.calls.safe_input import unstorable_arguments, unstorable_failure
 from agent.context import Context, ContextDefaults, run_settings
 from agent.errors import tool_error_content
@@ -289,6 +290,8 @@ class OrderedToolNode(ToolNode):
         inner: Wrapper | None = None,
         defaults: ContextDefaults | None = None,
     ) -> None:
+        # Users' tools as they are written (``runtime: ToolRuntime``) run without warnings.
+        tools = [quiet_injected_args(tool) for tool in tools]
         tools_by_name = {tool.name: tool for tool in tools}
 
         async def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:

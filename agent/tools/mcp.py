@@ -34,18 +34,22 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.client import MultiServerMCPClient
-from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
-from langchain_mcp_adapters.sessions import Connection, StdioConnection
-from mcp import ClientSession
-from mcp.types import CallToolResult
 
 from agent.child_process import guarded
 from agent.errors import ConfigurationError, ErrorCode, ToolFailure
 from storage.loop_shutdown import call_at_loop_shutdown
+
+if TYPE_CHECKING:  # imported when a server is first listed: `mcp` takes ~0.5 s to import
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
+    from langchain_mcp_adapters.sessions import Connection, StdioConnection
+    from mcp import ClientSession
+    from mcp.types import CallToolResult
+
+    McpHandler = Callable[[MCPToolCallRequest], Awaitable[MCPToolCallResult]]
 
 logger = logging.getLogger("agent.tools")
 
@@ -60,8 +64,6 @@ RETRY_AFTER = 30.0
 SESSIONS_PER_SERVER = 32
 """Conversations holding an open session to one server in one event loop; the least recently
 used one is closed beyond that."""
-
-McpHandler = Callable[[MCPToolCallRequest], Awaitable[MCPToolCallResult]]
 
 
 def read_server_settings(path: str | Path) -> dict[str, Connection]:
@@ -281,6 +283,8 @@ class McpTools:
                 self._servers = await asyncio.to_thread(_servers_from_environment)
             if not self._servers:
                 return None
+            from langchain_mcp_adapters.client import MultiServerMCPClient
+
             # Guarded here, on first use, so the launcher names the process that starts the
             # servers as their parent.
             self._client = MultiServerMCPClient(

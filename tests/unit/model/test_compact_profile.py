@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import SecretStr
 
 from agent.context import Context
-from agent.llm.chat_models import CompatibleChatOpenAI
+from agent.llm.openai_compatible import CompatibleChatOpenAI
 from agent.prompting.builder import COMPACT, model_messages, prompt_profile
 from agent.prompting.compact_tools import (
     DISPATCH_TOOL,

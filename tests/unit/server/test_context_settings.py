@@ -8,10 +8,13 @@ from dataclasses import fields
 import pytest
 from langchain_core.messages import HumanMessage
 
+from agent.app.served import served
 from agent.context import Context, UnknownContextKeyError
-from agent.graph import build_graph, graph
+from agent.graph import build_graph
 from storage import Database
 from tests.fakes import ScriptedChatModel
+
+graph = served.get().graph  # what langgraph.json serves
 
 
 def test_every_setting_has_help_text_in_the_context_schema() -> None:

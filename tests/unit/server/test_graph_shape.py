@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from agent.app.served import served
 from agent.context import Context
-from agent.graph import build_graph, graph
+from agent.graph import build_graph
 from agent.prompting.builder import system_prompt
 
 EXPECTED_EDGES = {
@@ -19,6 +20,8 @@ EXPECTED_EDGES = {
     ("drain", "execute"),
     ("drain", "__end__"),
 }
+
+graph = served.get().graph  # what langgraph.json serves
 
 
 def test_graph_has_plan_execute_drain_and_tools_wired_as_designed() -> None:
