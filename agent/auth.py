@@ -125,6 +125,15 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
         verified(ctx, may_be_open=may_be_open)
         return None
 
+    @auth.on.store
+    async def own_namespace_only(ctx: Auth.types.AuthContext, value: Any) -> None:
+        """The store is namespaced per user: another user's items are neither readable nor
+        writable, and listings show only one's own namespaces."""
+        if not verified(ctx, may_be_open=may_be_open):
+            return None  # the open development server
+        scope_store_operation(ctx.user.identity, ctx.action, value)
+        return None
+
     @auth.on
     async def owners_only(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
         """Stamp what a user creates with their identity, and see only what carries it."""
@@ -140,6 +149,27 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
         return owner
 
     return auth
+
+
+def scope_store_operation(identity: str, action: str, value: dict[str, Any]) -> None:
+    """Confine a store operation to the namespaces under ``(identity, ...)``.
+
+    A listing with no prefix is narrowed to the caller's own namespaces; any other operation
+    whose namespace does not start with the caller's identity is refused with 403, naming the
+    namespace to use, rather than silently rewritten (a silent rewrite would make a client's
+    keys land somewhere it did not ask for)."""
+    namespace = value.get("namespace")
+    if action == "list_namespaces" and not namespace:
+        value["namespace"] = (identity,)
+        return
+    if not namespace or namespace[0] != identity:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=(
+                f"Store namespaces are per user: {action} is allowed only under a namespace "
+                f'that starts with your identity, e.g. ["{identity}", ...].'
+            ),
+        )
 
 
 auth = build_auth()
