@@ -119,11 +119,12 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
     may_be_open = authenticate is token_authenticate
 
     @auth.on.assistants
-    async def assistants_are_shared(ctx: Auth.types.AuthContext, value: Any) -> None:
-        """Assistants are configurations every authenticated user may use; the data lives in
-        threads."""
-        verified(ctx, may_be_open=may_be_open)
-        return None
+    async def own_or_system_assistants(ctx: Auth.types.AuthContext, value: Any) -> Any:
+        """Assistants are owned: one uses the system's and one's own, and changes only one's
+        own (another user's settings would otherwise break their runs)."""
+        if not verified(ctx, may_be_open=may_be_open):
+            return None  # the open development server
+        return assistant_filter(ctx.user.identity, ctx.action, value)
 
     @auth.on.store
     async def own_namespace_only(ctx: Auth.types.AuthContext, value: Any) -> None:
@@ -149,6 +150,35 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
         return owner
 
     return auth
+
+
+SYSTEM_CREATOR = {"created_by": "system"}
+"""Metadata langgraph-api gives the assistants it creates from ``langgraph.json``'s graphs."""
+
+
+def assistant_filter(identity: str, action: str, value: Any) -> dict[str, Any]:
+    """The metadata filter of an assistant action for ``identity``.
+
+    Create and update stamp the owner (and refuse a ``created_by`` that would pass an
+    assistant off as the system's); search and read see one's own and the system's
+    assistants; update and delete match only one's own, so the system assistants are
+    read-only for everyone and another user's assistant is not found (404) rather than
+    confirmed to exist (403)."""
+    owner = {OWNER_KEY: identity}
+    if action in ("create", "update") and isinstance(value, dict):
+        metadata = value.get("metadata")
+        if not isinstance(metadata, dict):
+            value["metadata"] = metadata = {}
+        if "created_by" in metadata:
+            raise Auth.exceptions.HTTPException(
+                status_code=403,
+                detail="Assistant metadata may not set created_by: it marks the server's "
+                "own assistants.",
+            )
+        metadata.update(owner)
+    if action in ("read", "search"):
+        return {"$or": [owner, SYSTEM_CREATOR]}
+    return owner
 
 
 def scope_store_operation(identity: str, action: str, value: dict[str, Any]) -> None:
