@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -113,3 +114,34 @@ async def test_another_users_store_items_cannot_be_read_written_deleted_or_liste
     assert listed["namespaces"] == [["bob", "notes"]]
     kept = await alice.store.get_item(["alice", "notes"], "plan")
     assert kept["value"] == {"secret": "surprise party"}
+
+
+async def test_a_run_cannot_use_another_users_assistant(
+    clients: dict[str, LangGraphClient],
+) -> None:
+    alice, bob = clients["alice"], clients["bob"]
+    alices = await alice.assistants.create("supervisor")
+    thread = await bob.threads.create()
+    request: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await bob.runs.wait(thread["thread_id"], alices["assistant_id"], input=request)
+    assert status_of(refused.value) == 404
+
+
+async def test_the_limit_a_taken_thread_id_answers_409_and_reveals_nothing_more(
+    clients: dict[str, LangGraphClient],
+) -> None:
+    """langgraph-api checks the owner filter only after finding the thread, and answers 409
+    whatever ``if_exists`` says: an auth handler cannot turn it into a 404. Bob learns only
+    that an id he already holds is taken (thread ids are random UUIDs); the thread stays
+    alice's. If this starts failing, langgraph-api changed and the 409 can be hidden."""
+    alice, bob = clients["alice"], clients["bob"]
+    thread = await alice.threads.create(metadata={"topic": "private"})
+    for if_exists in ("raise", "do_nothing"):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await bob.threads.create(thread_id=thread["thread_id"], if_exists=if_exists)
+        assert status_of(refused.value) == 409
+        assert "private" not in refused.value.response.text
+    kept = await alice.threads.get(thread["thread_id"])
+    assert (kept["metadata"] or {}).get("owner") == "alice"
+    assert (kept["metadata"] or {}).get("topic") == "private"
