@@ -9,7 +9,10 @@
   ``user_id`` says (``acting_user``); the tools, the conversation ownership and the audit all
   use it.
 - **Ownership**: a thread belongs to the user who created it. Reading, running, editing,
-  forking, searching or deleting another user's thread finds nothing (404).
+  forking, searching or deleting another user's thread finds nothing (404). An assistant
+  belongs to its creator: one sees and runs the system's (made from ``langgraph.json``) and
+  one's own, and changes or deletes only one's own. The store is per user: namespaces start
+  with the caller's identity (403 otherwise).
 
 To plug in a real identity provider, write a module with your own handler and reuse the rules:
 
