@@ -9,7 +9,10 @@
   ``user_id`` says (``acting_user``); the tools, the conversation ownership and the audit all
   use it.
 - **Ownership**: a thread belongs to the user who created it. Reading, running, editing,
-  forking, searching or deleting another user's thread finds nothing (404).
+  forking, searching or deleting another user's thread finds nothing (404). An assistant
+  belongs to its creator: one sees and runs the system's (made from ``langgraph.json``) and
+  one's own, and changes or deletes only one's own. The store is per user: namespaces start
+  with the caller's identity (403 otherwise).
 
 To plug in a real identity provider, write a module with your own handler and reuse the rules:
 
@@ -119,10 +122,20 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
     may_be_open = authenticate is token_authenticate
 
     @auth.on.assistants
-    async def assistants_are_shared(ctx: Auth.types.AuthContext, value: Any) -> None:
-        """Assistants are configurations every authenticated user may use; the data lives in
-        threads."""
-        verified(ctx, may_be_open=may_be_open)
+    async def own_or_system_assistants(ctx: Auth.types.AuthContext, value: Any) -> Any:
+        """Assistants are owned: one uses the system's and one's own, and changes only one's
+        own (another user's settings would otherwise break their runs)."""
+        if not verified(ctx, may_be_open=may_be_open):
+            return None  # the open development server
+        return assistant_filter(ctx.user.identity, ctx.action, value)
+
+    @auth.on.store
+    async def own_namespace_only(ctx: Auth.types.AuthContext, value: Any) -> None:
+        """The store is namespaced per user: another user's items are neither readable nor
+        writable, and listings show only one's own namespaces."""
+        if not verified(ctx, may_be_open=may_be_open):
+            return None  # the open development server
+        scope_store_operation(ctx.user.identity, ctx.action, value)
         return None
 
     @auth.on
@@ -140,6 +153,56 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
         return owner
 
     return auth
+
+
+SYSTEM_CREATOR = {"created_by": "system"}
+"""Metadata langgraph-api gives the assistants it creates from ``langgraph.json``'s graphs."""
+
+
+def assistant_filter(identity: str, action: str, value: Any) -> dict[str, Any]:
+    """The metadata filter of an assistant action for ``identity``.
+
+    Create and update stamp the owner (and refuse a ``created_by`` that would pass an
+    assistant off as the system's); search and read see one's own and the system's
+    assistants; update and delete match only one's own, so the system assistants are
+    read-only for everyone and another user's assistant is not found (404) rather than
+    confirmed to exist (403)."""
+    owner = {OWNER_KEY: identity}
+    if action in ("create", "update") and isinstance(value, dict):
+        metadata = value.get("metadata")
+        if not isinstance(metadata, dict):
+            value["metadata"] = metadata = {}
+        if "created_by" in metadata:
+            raise Auth.exceptions.HTTPException(
+                status_code=403,
+                detail="Assistant metadata may not set created_by: it marks the server's "
+                "own assistants.",
+            )
+        metadata.update(owner)
+    if action in ("read", "search"):
+        return {"$or": [owner, SYSTEM_CREATOR]}
+    return owner
+
+
+def scope_store_operation(identity: str, action: str, value: dict[str, Any]) -> None:
+    """Confine a store operation to the namespaces under ``(identity, ...)``.
+
+    A listing with no prefix is narrowed to the caller's own namespaces; any other operation
+    whose namespace does not start with the caller's identity is refused with 403, naming the
+    namespace to use, rather than silently rewritten (a silent rewrite would make a client's
+    keys land somewhere it did not ask for)."""
+    namespace = value.get("namespace")
+    if action == "list_namespaces" and not namespace:
+        value["namespace"] = (identity,)
+        return
+    if not namespace or namespace[0] != identity:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=(
+                f"Store namespaces are per user: {action} is allowed only under a namespace "
+                f'that starts with your identity, e.g. ["{identity}", ...].'
+            ),
+        )
 
 
 auth = build_auth()

@@ -85,9 +85,12 @@ PROBES = [
     ),
     Probe("crons", "POST", "/runs/crons/search", {}),
     Probe(
-        "store", "PUT", "/store/items", {"namespace": ["notes"], "key": "k", "value": {"text": "x"}}
+        "store",
+        "PUT",
+        "/store/items",
+        {"namespace": ["alice", "notes"], "key": "k", "value": {"text": "x"}},
     ),
-    Probe("store", "POST", "/store/items/search", {"namespace_prefix": ["notes"]}),
+    Probe("store", "POST", "/store/items/search", {"namespace_prefix": ["alice", "notes"]}),
 ]
 PROTOCOL_PROBES = [
     Probe(
