@@ -139,12 +139,33 @@ async def _http_run(system: System, n: int, server: ScriptedOpenAIServer) -> Htt
     )
 
 
+@dataclass(frozen=True)
+class TimedTurn:
+    """The timed turn of ``timed_turn``: its wall time, the time spent inside the model, the
+    model's calls, and why it does not count ("" when it does)."""
+
+    wall_seconds: float
+    model_seconds: float
+    calls: int
+    problem: str
+
+
 async def _instant_run(system: System, n: int, *, checkpointed: bool = False) -> tuple[float, str]:
-    """The overhead of one turn: the second turn of a freshly built agent, with the instant
-    model. The first, untimed, fills what a running server has filled once for all its turns
-    (compiled SQL statements, bound tool schemas, lazy imports), for every system alike; it
-    must be a good run too. ``checkpointed``: the agent is compiled with a SQLite checkpointer
-    (each turn in a thread of its own)."""
+    """The overhead of one turn (``timed_turn`` with the instant model): its wall time minus
+    the time spent inside the model, and its problem."""
+    turn = await timed_turn(system, n, checkpointed=checkpointed)
+    return turn.wall_seconds - turn.model_seconds, turn.problem
+
+
+async def timed_turn(
+    system: System, n: int, *, checkpointed: bool = False, latency: float = 0.0
+) -> TimedTurn:
+    """The second turn of a freshly built agent, timed. The first, untimed and with an instant
+    model, fills what a running server has filled once for all its turns (compiled SQL
+    statements, bound tool schemas, lazy imports), for every system alike; it must be a good
+    run too. ``checkpointed``: the agent is compiled with a SQLite checkpointer on a file (each
+    turn in a thread of its own). ``latency``: each model call of the timed turn takes that
+    many seconds (``InstantChatModel.latency``), counted in ``model_seconds``."""
     titles = titles_for(n)
     unbound: set[str] = set()
     oracle = system.oracle(titles)
@@ -160,38 +181,54 @@ async def _instant_run(system: System, n: int, *, checkpointed: bool = False) ->
                 else None
             )
             turn = system.prepare(model, log.tool(), Path(workdir), n, checkpointer)
-            return await _timed_second_turn(system, turn, model, oracle, log, titles, unbound)
+            return await _timed_second_turn(
+                system, turn, model, _TurnCheck(oracle, log, titles, unbound), latency
+            )
+
+
+@dataclass
+class _TurnCheck:
+    """What a turn is checked against: its oracle, its action log, its items and the tools the
+    oracle called that were not offered."""
+
+    oracle: Oracle
+    log: ActionLog
+    titles: list[str]
+    unbound: set[str]
+
+    def problem(self, result: TurnResult) -> str:
+        return _problem(result, self.log, self.titles, self.unbound, _off_path(self.oracle))
 
 
 async def _timed_second_turn(
     system: System,
     turn: PreparedTurn,
     model: InstantChatModel,
-    oracle: Oracle,
-    log: ActionLog,
-    titles: list[str],
-    unbound: set[str],
-) -> tuple[float, str]:
-    """Run ``turn`` twice, the second timed (see ``_instant_run``), and close it; ``oracle``
-    drives the first (``model`` answers through it)."""
+    checked: _TurnCheck,
+    latency: float,
+) -> TimedTurn:
+    """Run ``turn`` twice, the second timed (see ``timed_turn``), and close it; ``checked``'s
+    oracle drives the first (``model`` answers through it)."""
     try:
         await turn.warm()
-        result = await (await turn.run(request_for(titles))).settled()
-        warm_up_problem = _problem(result, log, titles, unbound, _off_path(oracle))
-        oracle = system.oracle(titles)
-        model.oracle = _checked(oracle, unbound)
-        model.model_seconds = 0.0
-        log.done.clear()
+        result = await (await turn.run(request_for(checked.titles))).settled()
+        warm_up_problem = checked.problem(result)
+        checked.oracle = system.oracle(checked.titles)
+        model.oracle = _checked(checked.oracle, checked.unbound)
+        model.model_seconds, model.calls, model.latency = 0.0, 0, latency
+        checked.log.done.clear()
         started = time.perf_counter()
-        result = await turn.run(request_for(titles))
+        result = await turn.run(request_for(checked.titles))
         wall = time.perf_counter() - started
         result = await result.settled()
     finally:
         await turn.close()
-    problem = _problem(result, log, titles, unbound, _off_path(oracle))
+    problem = checked.problem(result)
     if warm_up_problem and not problem:
         problem = f"warm-up turn: {warm_up_problem}"
-    return wall - model.model_seconds, problem
+    # A call takes ``latency`` or, when building its answer took longer, that time.
+    model_seconds = max(model.model_seconds, model.calls * latency)
+    return TimedTurn(wall, model_seconds, model.calls, problem)
 
 
 async def measure(

@@ -38,6 +38,8 @@ class Report:
     """system -> the oracle's path, in one line."""
     measurements: list[Measurement] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
+    share: str = ""
+    """The harness's share table (``bench.share``), when it was measured."""
 
     @property
     def systems(self) -> list[str]:
@@ -132,10 +134,10 @@ class Report:
             "(`AsyncSqliteSaver` on a file) compiled into each agent, every turn in a thread of "
             "its own: every step's state is written, as `langgraph dev` or a durable deployment "
             "runs it.\n\n"
-            "## Growth in N (least squares over the N measured)\n\n"
+            + (f"## Harness share of the wall time\n\n{self.share}\n\n" if self.share else "")
+            + "## Growth in N (least squares over the N measured)\n\n"
             f"{self.growth_table()}\n\n"
-            f"{self._growth_caveat()}"
-            "## Oracle paths\n\n"
+            f"{self._growth_caveat()}" + "## Oracle paths\n\n"
             f"{paths}\n\n"
             "## Not measured\n\n"
             f"{missing}\n"

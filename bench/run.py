@@ -1,7 +1,10 @@
-"""``python -m bench [--quick]``: every system, N in (1, 5, 10, 20, 50), one table.
+"""``python -m bench [--quick]``: every system, N in (1, 5, 10, 20, 50), one table; then the
+harness's share of a sequential 20-item turn's wall time against a model taking 300 ms a call
+(``bench.share``), for turnplan and the systems beside it.
 
 Run from the repository root (the scripted model server lives in ``tests/``). Writes
 ``bench/results/latest.md`` and ``latest.json`` (git-ignored) and prints the markdown.
+``--share-only`` runs the share alone (about two minutes), ``--no-share`` skips it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 
 from bench.measure import measure
 from bench.report import Report
+from bench.share import DEFAULT_N as SHARE_N
+from bench.share import MODEL_SECONDS, SHARE_SYSTEMS, measure_share, share_table
 from bench.systems import System
 from bench.systems.deep_agents import DeepAgentsSystem
 from bench.systems.dependency_graph import ReactDepsSystem, TodoListDepsSystem, TurnplanDepsSystem
@@ -84,13 +89,48 @@ async def run_benchmark(
     return report
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+async def run_share(
+    systems: Sequence[System] | None = None,
+    *,
+    n: int = SHARE_N,
+    repeats: int = 3,
+    model_seconds: float = MODEL_SECONDS,
+) -> str:
+    """The share table (``bench.share``) of the installed ``systems`` (default
+    ``SHARE_SYSTEMS``), with a line naming those that cannot run."""
+    chosen = (
+        list(systems)
+        if systems is not None
+        else [s for s in all_systems() if s.name in SHARE_SYSTEMS]
+    )
+    missing = {s.name: s.unavailable() for s in chosen if s.unavailable() is not None}
+    runs = await measure_share(
+        [s for s in chosen if s.name not in missing],
+        n,
+        repeats=repeats,
+        model_seconds=model_seconds,
+    )
+    table = share_table(runs, model_seconds)
+    if missing:
+        table += "\n\nNot run: " + "; ".join(f"{name} ({why})" for name, why in missing.items())
+    return table
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="N in (1, 5) only")
     parser.add_argument("--n", type=int, nargs="+", help="the N to measure (overrides --quick)")
     parser.add_argument("--systems", nargs="+", help="names of the systems to run (default: all)")
     parser.add_argument("--repeats", type=int, default=3, help="instant runs per figure (best)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for latest.md/.json")
+    share = parser.add_mutually_exclusive_group()
+    share.add_argument("--share-only", action="store_true", help="only the harness's share")
+    share.add_argument("--no-share", action="store_true", help="skip the harness's share")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
 
     ns = tuple(args.n) if args.n else QUICK_NS if args.quick else FULL_NS
@@ -100,7 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
         systems = [s for s in systems if s.name in args.systems]
+    share_systems = [s for s in systems if args.systems or s.name in SHARE_SYSTEMS]
+    if args.share_only:
+        print(asyncio.run(run_share(share_systems, repeats=args.repeats)))
+        return 0
     report = asyncio.run(run_benchmark(ns, systems, repeats=args.repeats))
+    if not args.no_share:
+        report.share = asyncio.run(run_share(share_systems, repeats=args.repeats))
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.md").write_text(report.markdown(), encoding="utf-8")

@@ -15,6 +15,7 @@ The helpers below read a body the way a model would: by role and by tool-call id
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -124,6 +125,11 @@ class InstantChatModel(BaseChatModel):
     ``bind_tools`` binds OpenAI tool schemas exactly as ``ChatOpenAI`` does, so the oracle sees
     the same ``tools`` list; ``model_seconds`` is the time spent building bodies and consulting
     the oracle, which the overhead figure subtracts.
+
+    ``latency``: each asynchronous call takes at least this many seconds (the rest of it in
+    ``asyncio.sleep``, so the event loop is free meanwhile, as with a real model behind HTTP):
+    the share of a turn's wall time that is the harness (``bench.share``) is measured against a
+    model that takes time, which lets work the harness does in the background overlap it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -131,6 +137,7 @@ class InstantChatModel(BaseChatModel):
     oracle: Oracle
     model_seconds: float = 0.0
     calls: int = 0
+    latency: float = 0.0
     bodies: list[Body] = Field(default_factory=list)
     keep_bodies: bool = False
 
@@ -170,7 +177,11 @@ class InstantChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return self._answer(messages, kwargs.get("tools"))
+        started = time.perf_counter()
+        result = self._answer(messages, kwargs.get("tools"))
+        if self.latency > 0:
+            await asyncio.sleep(max(0.0, self.latency - (time.perf_counter() - started)))
+        return result
 
 
 # -- usage as the client sees it ------------------------------------------------------------

@@ -51,13 +51,11 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
-    Connection,
     Index,
     Integer,
     MetaData,
     Table,
     Text,
-    event,
     false,
     select,
     text,
@@ -529,38 +527,3 @@ class TodoEvidence(Base):
             "isError": self.isError,
             "at": self.createdAt,
         }
-
-
-RECORDED_CALLS_VIEW = "recorded_calls"
-"""SQLite only: a view nothing is read from, whose insert trigger writes a free call's record
-(``tool_results``) and its evidence (``todo_evidence``, one row per plan row in progress) in one
-statement, so recording both costs the one trip and transaction the record alone cost
-(``storage.repositories.todo_evidence.record_with_evidence``). ``arguments`` NULL: no evidence."""
-
-_RECORDED_CALLS_DDL = (
-    f"CREATE VIEW IF NOT EXISTS {RECORDED_CALLS_VIEW} AS SELECT conversationId, toolCallId, "
-    "turnId, toolName, content, stateUpdate, createdAt, NULL AS arguments FROM tool_results "
-    "WHERE 0",
-    f"CREATE TRIGGER IF NOT EXISTS {RECORDED_CALLS_VIEW}_insert INSTEAD OF INSERT ON "
-    f"{RECORDED_CALLS_VIEW} BEGIN "
-    "INSERT INTO tool_results (conversationId, toolCallId, turnId, toolName, content, "
-    "stateUpdate, createdAt) VALUES (NEW.conversationId, NEW.toolCallId, NEW.turnId, "
-    "NEW.toolName, NEW.content, NEW.stateUpdate, NEW.createdAt); "
-    "INSERT INTO todo_evidence (conversationId, toolCallId, todoId, turnId, toolName, "
-    "arguments, result, isError, createdAt) SELECT NEW.conversationId, NEW.toolCallId, t.id, "
-    "NEW.turnId, NEW.toolName, NEW.arguments, NEW.content, 0, NEW.createdAt FROM turn_todos t "
-    "WHERE NEW.arguments IS NOT NULL AND t.conversationId = NEW.conversationId "
-    "AND t.turnId = NEW.turnId AND t.status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM "
-    "todo_evidence e WHERE e.conversationId = NEW.conversationId "
-    "AND e.toolCallId = NEW.toolCallId AND e.todoId = t.id); END",
-)
-
-
-def _create_recorded_calls(_target: MetaData, connection: Connection, **_: object) -> None:
-    """After every create_all (IF NOT EXISTS): a database made before evidence gains them too."""
-    if connection.dialect.name == "sqlite":
-        for statement in _RECORDED_CALLS_DDL:
-            connection.execute(text(statement))
-
-
-event.listen(Base.metadata, "after_create", _create_recorded_calls)

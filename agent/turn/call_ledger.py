@@ -179,8 +179,9 @@ class RecordBatch:
 
 
 async def _record_batch(database: Database, batch: list[PendingRecord]) -> None:
-    """Write a batch of records in one statement (each record a transaction of its own) and
-    resolve their futures; a record already there (another run of one of the calls) sends each
+    """Write a batch of records and resolve their futures: with evidence, all in one transaction
+    (``record_with_evidence``); without, in one statement, each record a transaction of its own
+    (``record_alone``). A record already there (another run of one of the calls) sends each
     back alone."""
     records = [record for record, _, _ in batch]
     arguments = [call_arguments for _, call_arguments, _ in batch]

@@ -1,7 +1,8 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
-exceptions are the writes that are transactions of their own (``Database.write_alone``): a step
-claim (``claim_step_alone``), a model answer (``record_answer_alone``), the records of calls
-whose effect is elsewhere (``record_alone``, ``record_with_evidence``) and the usage of plan rows
+exceptions are the writes that are transactions of their own (most through
+``Database.write_alone``): a step claim (``claim_step_alone``), a model answer
+(``record_answer_alone``), the records of calls whose effect is elsewhere (``record_alone``;
+``record_with_evidence``, one session for a batch) and the usage of plan rows
 (``save_row_usage_alone``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository

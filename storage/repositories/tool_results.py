@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Column, MetaData, Table, Text, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.engine import Database
-from storage.models import RECORDED_CALLS_VIEW, ToolResult, utc_now_iso
+from storage.models import ToolResult, utc_now_iso
 from storage.repositories.todo_evidence import TodoEvidenceRepository
 from storage.repositories.turn_todos import TurnScope
 
@@ -91,43 +91,13 @@ class ToolResultRepository:
         return list(await self._session.scalars(statement))
 
 
-# The SQLite view whose insert trigger writes a record and its evidence in one statement
-# (``storage.models.RECORDED_CALLS_VIEW``); its own metadata, so create_all never makes a table.
-_RECORDED_CALLS = Table(
-    RECORDED_CALLS_VIEW,
-    MetaData(),
-    *(
-        Column(name, Text)
-        for name in (
-            "conversationId",
-            "toolCallId",
-            "turnId",
-            "toolName",
-            "content",
-            "stateUpdate",
-            "createdAt",
-            "arguments",
-        )
-    ),
-)
-_INSERT_RECORDED_CALL = insert(_RECORDED_CALLS)
-
-
 async def record_with_evidence(
     database: Database, results: Sequence[RecordedCall], arguments: Sequence[str | None]
 ) -> None:
     """Record calls whose effect is not in the database, each with its evidence (``arguments``,
-    the call's JSON, or None for none) in the same transaction, each record a transaction of its
-    own on SQLite (one statement through ``recorded_calls``: no more than the record alone
-    costs), one for all elsewhere. A call recorded already fails on the primary key, and its
-    evidence with it."""
-    rows = [
-        {**row, "arguments": call_arguments}
-        for row, call_arguments in zip(result_rows(results), arguments, strict=True)
-    ]
-    if database.is_sqlite:
-        await database.write_alone(_INSERT_RECORDED_CALL, rows)
-        return
+    the call's JSON, or None for none), all in one transaction: a record never commits without
+    its evidence. A call recorded already fails on the primary key and rolls back the whole
+    batch, evidence included (the caller then records each call alone)."""
     async with database.session() as session:
         for record, call_arguments in zip(results, arguments, strict=True):
             await record_in(session, record, call_arguments)

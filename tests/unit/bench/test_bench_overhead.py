@@ -21,11 +21,13 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
     assert round(8 * result.transactions - 4 * shorter.transactions) == 4 * 4
     # Their statements: 1 for the claim (an INSERT of the step that is a transaction of its own,
     # sent without BEGIN), 1 for the answer's record (alone too), 4 for the close (BEGIN, the
-    # row, the next row, its recorded result), 1 for the action's record (alone too). No step
-    # reads the rows: each takes them from the step before (agent.turn.rows_handoff).
-    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 7
-    # One trip per statement, and one for the COMMIT of the close, the one transaction left.
-    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * 8
+    # row, the next row, its recorded result), 3 for the action's record (BEGIN, the record, its
+    # evidence for the row in progress). No step reads the rows: each takes them from the step
+    # before (agent.turn.rows_handoff).
+    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 9
+    # One trip per statement, one more to fetch the evidence's RETURNING rows, and one for each
+    # COMMIT: the close's and the action record's, the two transactions that begin.
+    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * (9 + 1 + 2)
     assert set(result.timed_ms) == set(TIMED)
     assert all(ms > 0 for ms in result.timed_ms.values())
     assert "trips to aiosqlite's thread" in report(result)

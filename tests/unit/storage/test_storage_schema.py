@@ -157,18 +157,17 @@ async def test_a_database_from_before_evidence_gains_its_table_and_keeps_its_row
         assert connection.execute("SELECT title FROM turn_todos").fetchall() == [("kept",)]
 
 
-async def test_a_database_from_before_evidence_gains_the_one_statement_record(
+async def test_a_free_calls_record_and_its_evidence_are_written_once_together(
     tmp_path: Path,
 ) -> None:
-    """A free call's record and its evidence go in one statement (``recorded_calls``) also in
-    a database made before it; a second run of the call is refused with its evidence."""
-    path = tmp_path / "older.db"
+    """A free call's record and its evidence commit in one transaction; a second run of the
+    call is refused with its evidence, which is not written twice."""
+    path = tmp_path / "records.db"
     url = f"sqlite+aiosqlite:///{path}"
     older = Database(url)
     await older.create_schema()
     await older.dispose()
-    with closing(sqlite3.connect(path)) as connection:  # as a database made before the view
-        connection.execute("DROP VIEW recorded_calls")
+    with closing(sqlite3.connect(path)) as connection:
         connection.execute(
             "INSERT INTO turn_todos (id, conversationId, turnId, title, status, createdAt)"
             " VALUES ('r1', 'c', 't', 'worked', 'in_progress', '2026-01-01T00:00:00Z')"
