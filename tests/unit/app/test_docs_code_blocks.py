@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -325,3 +325,33 @@ def test_bash_block_names_real_commands_and_flags(
             check_command(words, monkeypatch)
         except SystemExit as exit_:
             pytest.fail(f"{block.name}: {' '.join(words)} is refused by its parser ({exit_})")
+
+
+# ---- the settings table ---------------------------------------------------------------------
+
+
+def shown_default(value: object) -> str:
+    """A ``Context`` default as README's table writes it."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f"`{value}`"
+    if isinstance(value, list):
+        return f"`{json.dumps(value)}`"
+    return str(value)
+
+
+def test_readme_settings_table_is_context_with_its_defaults() -> None:
+    from agent.context import Context
+
+    configure = (REPO / "README.md").read_text().split("\n## Configure\n", 1)[1]
+    configure = configure.split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", configure, re.M)
+    defaults = Context()
+    expected = [
+        (name, shown_default(getattr(defaults, name)))
+        for name in (field.name for field in fields(Context))
+    ]
+    assert [(name, shown.strip()) for name, shown in rows] == expected
