@@ -355,3 +355,13 @@ def test_readme_settings_table_is_context_with_its_defaults() -> None:
         for name in (field.name for field in fields(Context))
     ]
     assert [(name, shown.strip()) for name, shown in rows] == expected
+
+
+def test_docs_name_every_error_code_and_table() -> None:
+    from agent.errors import ErrorCode
+    from storage.models import Base
+
+    toolsets = (REPO / "docs" / "toolsets.md").read_text()
+    assert [code for code in ErrorCode if f"| `{code}` |" not in toolsets] == []
+    deploying = (REPO / "docs" / "deploying.md").read_text()
+    assert [table for table in Base.metadata.tables if f"`{table}`" not in deploying] == []
