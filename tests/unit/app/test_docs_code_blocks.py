@@ -365,3 +365,22 @@ def test_docs_name_every_error_code_and_table() -> None:
     assert [code for code in ErrorCode if f"| `{code}` |" not in toolsets] == []
     deploying = (REPO / "docs" / "deploying.md").read_text()
     assert [table for table in Base.metadata.tables if f"`{table}`" not in deploying] == []
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's anchors for the headings of ``path``."""
+    headings = re.findall(r"^#+ (.+)$", path.read_text(), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_links_between_readme_and_docs_reach_a_file_and_heading() -> None:
+    broken = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists() or (anchor and anchor not in anchors(linked)):
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert not broken, broken
