@@ -8,7 +8,7 @@ many as you like (on one machine or several) against the same ``DATABASE_URI`` a
 and put a load balancer in front. A run whose worker dies is taken over by another worker once
 its heartbeat in Redis expires (``LG_BG_JOB_HEARTBEAT`` seconds, default 120).
 
-It needs its own environment (README, "Deploying on several workers"): runtime-pg 0.11.1.post1
+It needs its own environment (docs/deploying.md): runtime-pg 0.11.1.post1
 pins ``langgraph-api==0.11.1``, older than the one ``langgraph dev`` uses here.
 
     DATABASE_URI=postgresql://... REDIS_URI=redis://... \\

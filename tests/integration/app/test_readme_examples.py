@@ -1,6 +1,7 @@
-"""README's examples run exactly as README prints them, each as a script in a fresh folder.
+"""README's and docs' examples run exactly as printed, each as a script in a fresh folder.
 
-Each example is the fenced block after an ``<!-- example: NAME -->`` line in README.md. The
+Each example is the fenced block after an ``<!-- example: NAME -->`` line in README.md or a file
+of docs/ (tests/unit/app/test_docs_code_blocks.py leaves these blocks to this file). The
 model behind them is the scripted OpenAI-compatible server (``OPENAI_BASE_URL``), so the
 examples' own ``"openai:gpt-4o-mini"`` and ``ChatOpenAI(...)`` speak real HTTP to it. The one
 change made to a block: the SDK example's URL becomes the one the dev server printed, which is
@@ -25,17 +26,17 @@ from tests.scripted_openai import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.integration
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+REPO = Path(__file__).resolve().parents[3]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 README_DEV_URL = "http://127.0.0.1:2024"
 TIMEOUT = 180
 
 
 def readme_example(name: str) -> str:
-    """The code block README marks ``<!-- example: name -->``."""
-    found = re.findall(
-        rf"<!-- example: {re.escape(name)} -->\n```python\n(.*?)```", README.read_text(), re.S
-    )
-    assert len(found) == 1, f"README has {len(found)} blocks marked example: {name}"
+    """The code block README or docs/ marks ``<!-- example: name -->``."""
+    pattern = rf"<!-- example: {re.escape(name)} -->\n```python\n(.*?)```"
+    found = [block for path in DOCS for block in re.findall(pattern, path.read_text(), re.S)]
+    assert len(found) == 1, f"README and docs have {len(found)} blocks marked example: {name}"
     return str(found[0])
 
 

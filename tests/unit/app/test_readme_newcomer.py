@@ -1,6 +1,7 @@
-"""README and docs as a newcomer copies them: the examples marked ``<!-- example: NAME -->`` are
-whole scripts (no top-level ``await``; tests/integration/app/test_readme_examples.py runs them), and
-every install command uses the project's own pip."""
+"""README and docs as a newcomer copies them: the examples marked ``<!-- example: NAME -->`` (in
+README.md and docs/) are whole scripts (no top-level ``await``;
+tests/integration/app/test_readme_examples.py runs them), and every install command uses the
+project's own pip."""
 
 from __future__ import annotations
 
@@ -15,11 +16,19 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def marked_examples() -> dict[str, str]:
-    text = (REPO / "README.md").read_text()
-    return dict(re.findall(r"<!-- example: (\w+) -->\n```python\n(.*?)```", text, re.S))
+    found = [
+        example
+        for path in DOCS
+        for example in re.findall(
+            r"<!-- example: (\w+) -->\n```python\n(.*?)```", path.read_text(), re.S
+        )
+    ]
+    examples = dict(found)
+    assert len(examples) == len(found), "an example name is marked twice"
+    return examples
 
 
-def test_readme_marks_the_python_subgraph_and_sdk_examples() -> None:
+def test_readme_and_docs_mark_the_python_subgraph_and_sdk_examples() -> None:
     assert set(marked_examples()) == {"python", "subgraph", "sdk"}
 
 
