@@ -32,6 +32,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+# The MCP example's `stdio_client` binds its default `errlog=sys.stderr` when mcp is first
+# imported; imported here, at collection, it is a stream with a file descriptor, not the
+# stand-in stderr of whichever test happened to import mcp first.
+import mcp.client.stdio  # noqa: F401
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
@@ -384,3 +388,13 @@ def test_links_between_readme_and_docs_reach_a_file_and_heading() -> None:
             if not linked.exists() or (anchor and anchor not in anchors(linked)):
                 broken.append(f"{path.relative_to(REPO)}: {target}")
     assert not broken, broken
+
+
+def test_readme_is_read_in_five_minutes_in_a_newcomers_order() -> None:
+    """At most 400 lines, and the sections a newcomer needs in the order they need them."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 400
+    sections = re.findall(r"^## (.+)$", readme, re.M)
+    order = ["Quick start", "Embed", "Serve", "Configure", "Extend", "Limits"]
+    assert [s for s in sections if s in order] == order
+    assert readme.index("## Embed") < len("\n".join(readme.splitlines()[:150]))
