@@ -4,13 +4,15 @@ Each example is the fenced block after an ``<!-- example: NAME -->`` line in REA
 of docs/ (tests/unit/app/test_docs_code_blocks.py leaves these blocks to this file). The
 model behind them is the scripted OpenAI-compatible server (``OPENAI_BASE_URL``), so the
 examples' own ``"openai:gpt-4o-mini"`` and ``ChatOpenAI(...)`` speak real HTTP to it. The one
-change made to a block: the SDK example's URL becomes the one the dev server printed, which is
-what README tells a reader to do when port 2024 is taken.
+change made to a block: the SDK examples' URL becomes the one the dev server printed, which is
+what README tells a reader to do when port 2024 is taken. The JavaScript one runs under node
+with the web UI's ``@langchain/langgraph-sdk`` (``npm ci`` in ui/; skipped without it).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -32,9 +34,9 @@ README_DEV_URL = "http://127.0.0.1:2024"
 TIMEOUT = 180
 
 
-def readme_example(name: str) -> str:
-    """The code block README or docs/ marks ``<!-- example: name -->``."""
-    pattern = rf"<!-- example: {re.escape(name)} -->\n```python\n(.*?)```"
+def readme_example(name: str, lang: str = "python") -> str:
+    """The ``lang`` code block README or docs/ marks ``<!-- example: name -->``."""
+    pattern = rf"<!-- example: {re.escape(name)} -->\n```{lang}\n(.*?)```"
     found = [block for path in DOCS for block in re.findall(pattern, path.read_text(), re.S)]
     assert len(found) == 1, f"README and docs have {len(found)} blocks marked example: {name}"
     return str(found[0])
@@ -120,4 +122,35 @@ def test_the_sdk_example_runs_as_printed_against_the_dev_server(
     assert len(custom) == 3 * len(titles)  # planned, started, completed
     assert lines[-1].startswith("values ") and "'Three added.'" in lines[-1]
     assert "'turnStatus': 'answered'" in lines[-1]
+    assert tasks_in(dev_server.database) == [("alice", t) for t in sorted(titles)]
+
+
+UI_MODULES = REPO / "ui" / "node_modules"
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not (UI_MODULES / "@langchain" / "langgraph-sdk").is_dir(),
+    reason="needs node and the JS SDK: `cd ui && npm ci`",
+)
+def test_the_js_sdk_example_runs_as_printed_against_the_dev_server(
+    tmp_path: Path, dev_server: DevServer
+) -> None:
+    titles = ["one", "two", "three"]
+    dev_server.model.respond_with(HttpPlanOracle(titles, add_task, answer="Three added."))
+    source = readme_example("js_sdk", "js")
+    assert source.count(README_DEV_URL) == 1
+    client = tmp_path / "client"
+    client.mkdir()
+    (client / "node_modules").symlink_to(UI_MODULES)
+    script = client / "example.mjs"
+    script.write_text(source.replace(README_DEV_URL, dev_server.url))
+    done = subprocess.run(
+        ["node", str(script)], cwd=client, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+
+    custom = [line for line in lines if line.startswith("custom ")]
+    assert len(custom) == 3 * len(titles)  # planned, started, completed
+    assert "turnStatus: 'answered'" in done.stdout.rsplit("values ", 1)[1]
     assert tasks_in(dev_server.database) == [("alice", t) for t in sorted(titles)]
