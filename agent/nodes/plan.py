@@ -269,8 +269,8 @@ async def decide_approval(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
 
 
 def turn_start_fields(named: TurnScope, human: HumanMessage, context: Context) -> dict[str, Any]:
-    """Every per-turn field as a new turn starts (``agent.nodes.unchanged`` relies on ``plan``
-    writing them all)."""
+    """Every per-turn field as a new turn starts: each one written, so a turn never reads a
+    value an earlier turn left."""
     return {
         "conversationId": named.conversation_id,
         "turnId": named.turn_id,
