@@ -174,16 +174,8 @@ def build_graph(
     prompts.check()
     db = database if isinstance(database, Database) else Database(database)
     registry = WorkerRegistry(workers or ())
-    catalog = ToolCatalog(
-        core=[
-            *build_todo_tools(db, completion_checks),
-            build_continue_tool(db),
-            build_ask_user_tool(db),
-            *delegation_tools(registry, db),
-        ],
-        toolsets=builtin_toolsets(db, tasks_dir) if include_default_tools else {},
-        extra=list(tools or []),
-        mcp=mcp_servers if isinstance(mcp_servers, McpTools) else McpTools(mcp_servers),
+    catalog = tool_catalog(
+        db, registry, tools, include_default_tools, tasks_dir, mcp_servers, completion_checks
     )
     saved = checkpointer if isinstance(checkpointer, BaseCheckpointSaver) else None
     deps = SupervisorDeps(
@@ -194,17 +186,51 @@ def build_graph(
         checkpoints=saved,
         run_fates=run_fates,
     )
+    builder = supervisor_builder(deps, context, prompts)
+    return builder.compile(checkpointer=checkpointer, store=store, name="supervisor")
 
+
+def tool_catalog(
+    db: Database,
+    registry: WorkerRegistry,
+    tools: Sequence[BaseTool] | None,
+    include_default_tools: bool,
+    tasks_dir: str | Path | None,
+    mcp_servers: Mapping[str, Connection] | McpTools | None,
+    completion_checks: Mapping[str, CompletionCheck] | None,
+) -> ToolCatalog:
+    """Every tool the supervisor can bind: the plan tools (always), the built-in toolsets
+    (unless left out), the caller's own tools and the MCP servers' (see ``build_graph``)."""
+    return ToolCatalog(
+        core=[
+            *build_todo_tools(db, completion_checks),
+            build_continue_tool(db),
+            build_ask_user_tool(db),
+            *delegation_tools(registry, db),
+        ],
+        toolsets=builtin_toolsets(db, tasks_dir) if include_default_tools else {},
+        extra=list(tools or []),
+        mcp=mcp_servers if isinstance(mcp_servers, McpTools) else McpTools(mcp_servers),
+    )
+
+
+def supervisor_builder(
+    deps: SupervisorDeps, context: ContextDefaults | None, prompts: Prompts
+) -> StateGraph[SupervisorState, Context, InputState, OutputState]:
+    """The supervisor's four nodes and the edges between them; each edge's target is read from
+    the state by ``agent.nodes.routing``."""
     builder = StateGraph(
         SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
+    saved = deps.checkpoints
     builder.add_node("plan", AsyncOnlyNode(make_plan_node(deps), "plan", context, prompts))
     builder.add_node("execute", AsyncOnlyNode(make_execute_node(deps), "execute", context, prompts))
-    builder.add_node("tools", build_supervisor_tools_node(catalog, db, saved, context, prompts))
+    tools = build_supervisor_tools_node(deps.catalog, deps.database, saved, context, prompts)
+    builder.add_node("tools", tools)
     builder.add_node("drain", AsyncOnlyNode(make_drain_node(deps), "drain", context, prompts))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_plan, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])
     builder.add_conditional_edges("tools", after_tools, ["execute", "drain"])
     builder.add_conditional_edges("drain", after_drain, ["execute", END])
-    return builder.compile(checkpointer=checkpointer, store=store, name="supervisor")
+    return builder

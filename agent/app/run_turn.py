@@ -143,11 +143,7 @@ async def run_turn(
     thread = thread_id or str(uuid.uuid4())
     counter = ModelCallCounter()
     config: RunnableConfig = {"configurable": {"thread_id": thread}, "callbacks": [counter]}
-    context = Context(user_id=user_id, conversation_id=conversation_id, planning=planning)
-    if toolsets is not None:
-        context = replace(context, toolsets=list(toolsets))
-    if approve_plan:
-        context = replace(context, approve_plan=True)
+    context = turn_context(user_id, conversation_id, planning, toolsets, approve_plan)
     print(f"turnplan · database {database.url} · thread {thread}", file=out)
     final: dict[str, Any] = {}
     # Ours to close when the turn ends: an HTTP server would otherwise keep the sessions open
@@ -188,13 +184,36 @@ async def run_turn(
         await mcp.aclose()
         await database.dispose()
 
+    return report_turn(final, counter.calls, rows_open, out)
+
+
+def turn_context(
+    user_id: str,
+    conversation_id: str | None,
+    planning: Literal["auto", "always", "off"],
+    toolsets: Sequence[ToolsetName] | None,
+    approve_plan: bool,
+) -> Context:
+    """The turn's run context from ``run_turn``'s options; an option left out keeps
+    ``Context``'s default."""
+    context = Context(user_id=user_id, conversation_id=conversation_id, planning=planning)
+    if toolsets is not None:
+        context = replace(context, toolsets=list(toolsets))
+    if approve_plan:
+        context = replace(context, approve_plan=True)
+    return context
+
+
+def report_turn(final: dict[str, Any], calls: int, rows_open: int, out: TextIO) -> TurnReport:
+    """Print the ended turn's answer, status and usage to ``out``, and return them as the
+    report the caller (the CLI, the tests) reads."""
     messages = final.get("messages", [])
     answer = str(messages[-1].content) if messages else ""
     status = str(final.get("turnStatus", "failed"))
     print(f"\nanswer:\n{answer}\n", file=out)
     steps = int(final.get("llmCalls", 0))
     print(
-        f"turn {status} · {counter.calls} LLM call(s) in {steps} step(s) · "
+        f"turn {status} · {calls} LLM call(s) in {steps} step(s) · "
         f"{rows_open} plan item(s) left open",
         file=out,
         flush=True,
@@ -206,7 +225,7 @@ async def run_turn(
         answer,
         steps,
         rows_open,
-        counter.calls,
+        calls,
         usage.prompt_tokens,
         usage.completion_tokens,
         usage.estimated,

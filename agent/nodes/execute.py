@@ -31,7 +31,6 @@ from agent.errors import ToolFailure, operator_faults
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
-from agent.nodes.unchanged import only_changed
 from agent.state import SupervisorState
 from agent.turn.budget import budget_after_round
 from agent.turn.evidence import folded_snapshot
@@ -80,8 +79,7 @@ def _stalled(
 
 def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
     async def execute(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
-        # Counters a round left as they were are not written again (agent.nodes.unchanged).
-        return only_changed(await execute_step(state, runtime=runtime), state)
+        return await execute_step(state, runtime=runtime)
 
     async def execute_step(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         context = runtime.context or Context()

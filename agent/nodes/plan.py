@@ -25,10 +25,12 @@ first call what those turns had already done (``agent.turn.superseded``).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -38,6 +40,7 @@ from agent.errors import ErrorCode, ToolFailure
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
+from agent.nodes.plan_route import PlanFacts, PlanRoute, choose_plan_route, needs_lookups
 from agent.state import SupervisorState
 from agent.turn.approval import (
     apply_decision,
@@ -52,7 +55,7 @@ from agent.turn.identity import (
     message_text,
     turn_id_of,
 )
-from agent.turn.lineage import RunIdentity, TurnRefused, begin_turn, identity_of
+from agent.turn.lineage import RunIdentity, TurnClaim, TurnRefused, begin_turn, identity_of
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
@@ -148,6 +151,297 @@ async def close_superseded(deps: SupervisorDeps, scope: TurnScope, identity: Run
     return superseded_note(turns)
 
 
+@dataclass(frozen=True)
+class PlanRun:
+    """A ``plan`` step's input, read once for every route: the run's settings and identity,
+    the human message the turn answers (the run's own, or the request to continue the plan)
+    and the history the first call sees."""
+
+    state: SupervisorState
+    context: Context
+    config: RunnableConfig
+    identity: RunIdentity
+    human: HumanMessage | None
+    history: list[AnyMessage]
+    asked: HumanMessage | None
+    """The request to continue the plan, when the run's input says ``continuePlan``."""
+    resent: str | None = None
+    """The turn this run's input was already sent in (``agent.turn.resume``), if any."""
+
+
+def read_plan_run(
+    deps: SupervisorDeps, state: SupervisorState, runtime: Runtime[Context]
+) -> PlanRun:
+    """The step's input. A run that only asks to continue the plan (no new message of its own)
+    gets the request to continue as its message. (The same run started again finds its own
+    message, and is that turn resumed.)"""
+    human = latest_human_message(state.messages)
+    config = get_config()
+    identity = identity_of(config, deps.checkpoints)
+    history = list(state.messages)
+    asked = continue_request(identity) if state.continuePlan else None
+    if asked is not None and (human is None or human.id == state.turnMessageId != asked.id):
+        human = asked
+        history.append(human)
+    context = runtime.context or Context()
+    return PlanRun(state, context, config, identity, human, history, asked)
+
+
+async def plan_facts(deps: SupervisorDeps, run: PlanRun) -> tuple[PlanRun, PlanFacts]:
+    """The run with the turn its input was already sent in, and the facts its route is chosen
+    from; the question and approval are looked up only when the route depends on them."""
+    state, human = run.state, run.human
+    resent = None
+    if human is not None:
+        resent = await resumed_turn_of_run(
+            deps.database, state, run.identity, run.context, run.config
+        )
+    facts = PlanFacts(
+        has_message=human is not None,
+        message_has_id=human is not None and bool(human.id),
+        same_message=human is not None and human.id == state.turnMessageId,
+        resent_here=resent == state.turnId,
+        running=state.turnStatus == "running" and bool(state.turnId),
+    )
+    run = replace(run, resent=resent)
+    if human is None or not needs_lookups(facts):
+        return run, facts
+    question = pending_question(state.messages, human)
+    shown = question is not None and await question_was_asked(
+        deps.database, state.conversationId, question.record_id
+    )
+    awaiting = not shown and await approval_awaited(deps, state)
+    return run, replace(facts, question_shown=shown, awaiting_approval=awaiting)
+
+
+async def approval_awaited(deps: SupervisorDeps, state: SupervisorState) -> bool:
+    """Whether the running turn has a plan still waiting for the user's approval."""
+    if not state.approvePlan or state.planApproved:
+        return False
+    plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
+    open_items, _ = await plan.rows(["pending", "in_progress"])
+    return awaiting_approval(state.approvePlan, state.planApproved, open_items)
+
+
+def copy_dropped(run: PlanRun) -> dict[str, Any]:
+    """This run's input again on a checkpoint inside its turn (``agent.turn.resume``): a copy
+    of the turn's message with a new id leaves the history."""
+    human = run.human
+    assert human is not None
+    if human.id == run.state.turnMessageId:
+        return {}
+    return {"messages": [RemoveMessage(id=human.id or "")]}
+
+
+async def resume_turn(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
+    """``PlanRoute.RESUME``: the running turn goes on, catching up."""
+    return {**await resumed_turn_update(deps.database, run.state), **copy_dropped(run)}
+
+
+async def keep_ended(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
+    """``PlanRoute.KEEP_ENDED``: a server retry of a run that had finished; the turn stays as
+    it ended."""
+    return copy_dropped(run)
+
+
+async def no_request(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
+    """``PlanRoute.NO_REQUEST``: a run with no new human message (empty input on an existing
+    thread) is not a turn: re-running a finished one would resume its rows (seed 004)."""
+    return {"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"}
+
+
+async def answer_question(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
+    """``PlanRoute.ANSWER_QUESTION``: the message is the result of the ``ask_user`` call."""
+    assert run.human is not None
+    question = pending_question(run.state.messages, run.human)
+    assert question is not None
+    return answer_with_message(question, run.human)
+
+
+async def decide_approval(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
+    """``PlanRoute.DECIDE_APPROVAL``: the message approves the plan, or says what to change."""
+    state, human = run.state, run.human
+    assert human is not None
+    plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
+    decision = decision_from_message(message_text(human))
+    update = await apply_decision(plan, decision, plan_limits(run.context))
+    return decided_by_message(human, decision, update)
+
+
+def turn_start_fields(named: TurnScope, human: HumanMessage, context: Context) -> dict[str, Any]:
+    """Every per-turn field as a new turn starts: each one written, so a turn never reads a
+    value an earlier turn left."""
+    return {
+        "conversationId": named.conversation_id,
+        "turnId": named.turn_id,
+        "turnRequest": message_text(human),
+        "turnMessageId": human.id or "",
+        "llmCalls": 0,
+        "promptTokens": 0,
+        "completionTokens": 0,
+        "usageEstimated": False,
+        "rowUsage": {},
+        "idleRounds": 0,
+        "idleCalls": [],
+        "progressMark": "",
+        "remindersInARow": 0,
+        "planApproved": False,
+        "approvePlan": context.approve_plan,
+        "iterationBudget": context.base_iterations,
+        "turnStatus": "running",
+        "turnStep": 0,
+        "catchUpTo": 0,
+        "todos": [],
+        "toolErrors": 0,
+        "verifierCalls": 0,
+        "verifierTokens": 0,
+        "auditCalls": 0,
+        "auditTokens": 0,
+        "evidenceLog": [],
+        "modifiedTasks": [],
+        "workerLlmCalls": [],
+        "workerUsage": [],
+    }
+
+
+def with_turn_message(turn_start: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` with the turn's own message (when this run added it) before its messages."""
+    return {**update, "messages": [*turn_start.get("messages", []), *update["messages"]]}
+
+
+async def refused_continuation(
+    deps: SupervisorDeps, run: PlanRun, named: TurnScope
+) -> dict[str, Any] | None:
+    """The refusal of a continuation that would make the plan too long (nothing begun, nothing
+    copied), else None."""
+    state, context = run.state, run.context
+    if not state.continuePlan or context.planning == "off":
+        return None
+    try:
+        too_long = await continuation_problem(deps.database, named, plan_limits(context))
+    except ToolFailure as failure:
+        return end_turn_with_failure(failure.message, None)
+    if too_long is None:
+        return None
+    added = [] if run.human is run.asked else run_messages(run.history, state.turnMessageId)
+    return refused_input(too_long, added)
+
+
+async def new_turn(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
+    """``PlanRoute.NEW_TURN``: name the turn, claim its first step, then make its first call."""
+    state, context, human = run.state, run.context, run.human
+    assert human is not None
+    named = TurnScope(
+        conversation_id=conversation_id_of(
+            context.conversation_id, run.config, state.conversationId
+        ),
+        # A server retry whose checkpoint is older than its turn: the turn it began.
+        turn_id=run.resent or turn_id_of(human),
+    )
+    refused = await refused_continuation(deps, run, named)
+    if refused is not None:
+        return refused
+    turn_start = turn_start_fields(named, human, context)
+    try:
+        claim = await begin_turn(
+            deps.database,
+            named,
+            message_id=human.id or "",
+            identity=run.identity,
+            user_id=acting_user(context.user_id, run.config),
+            # The state's turn is the one before this on the thread's branch.
+            previous_turn=(state.turnId or None) if state.turnId != named.turn_id else None,
+        )
+    except TurnRefused as refused_turn:
+        return end_turn_with_failure(str(refused_turn), None, turn_start)
+    except ToolFailure as failure:
+        return end_turn_with_failure(failure.message, None, turn_start)
+    turn_start.update(claim.update())
+    if len(run.history) > len(state.messages):
+        turn_start["messages"] = [human]
+    if state.continuePlan and context.planning == "off":
+        # The copies would be rows no step of this run may close (no plan tools): declined
+        # before anything is copied, so the open rows stay where they are.
+        reason = load_prompt("continue_needs_planning")
+        return with_turn_message(turn_start, end_turn_with_failure(reason, None, turn_start))
+    return await first_step(deps, run, claim, turn_start)
+
+
+async def first_step(
+    deps: SupervisorDeps, run: PlanRun, claim: TurnClaim, turn_start: dict[str, Any]
+) -> dict[str, Any]:
+    """The new turn's first LLM call, with the rows it continues (``continuePlan``) or the
+    titles of rows earlier turns left open, and what superseded turns had done."""
+    context, human = run.context, run.human
+    assert human is not None
+    open_elsewhere: tuple[str, ...] = ()
+    try:
+        # Before the open rows are read: a stopped run's rows are closed, not offered.
+        superseded = await close_superseded(deps, claim.scope, run.identity)
+        if run.state.continuePlan:
+            limits = plan_limits(context)
+            continued = await continue_open_rows(deps.database, claim.scope, None, limits)
+            claim = replace(claim, rows=continued.change.rows)
+            if not claim.rows:
+                return nothing_to_continue(turn_start)
+            turn_start["todos"] = [row.to_dict() for row in claim.rows]
+        elif deps.offers_continue(context):
+            open_elsewhere = tuple(await open_titles_elsewhere(deps.database, claim.scope))
+    except ToolFailure as failure:
+        return with_turn_message(
+            turn_start, end_turn_with_failure(failure.message, None, turn_start)
+        )
+    if claim.rows is not None:
+        # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
+        handed = hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
+        turn_start.update(handed)
+    view = TurnView(
+        scope=claim.scope,
+        llm_calls=0,
+        turn_request=turn_start["turnRequest"],
+        turn_message_id=human.id,
+        rows=claim.rows,
+        claimed_step=claim.step,
+        retaken=claim.retaken,
+        open_elsewhere=open_elsewhere,
+        superseded=superseded,
+    )
+    required = "create_todo" if context.planning == "always" and not claim.rows else None
+    update = await model_step(deps, run.history, view, context, turn_start, required_tool=required)
+    if "messages" in turn_start:  # the turn's own message goes before the step's answer
+        update["messages"] = [*turn_start["messages"], *update.get("messages", [])]
+    return update
+
+
+Route = Callable[[SupervisorDeps, PlanRun], Awaitable[dict[str, Any]]]
+ROUTES: dict[PlanRoute, Route] = {
+    PlanRoute.RESUME: resume_turn,
+    PlanRoute.KEEP_ENDED: keep_ended,
+    PlanRoute.NO_REQUEST: no_request,
+    PlanRoute.ANSWER_QUESTION: answer_question,
+    PlanRoute.DECIDE_APPROVAL: decide_approval,
+    PlanRoute.NEW_TURN: new_turn,
+}
+"""One function per route (``agent.nodes.plan_route``)."""
+
+
+async def plan_turn(
+    deps: SupervisorDeps, state: SupervisorState, runtime: Runtime[Context]
+) -> dict[str, Any]:
+    """A ``plan`` step with no plan edits: gather the facts, choose the route, run it. A
+    database failure before a new turn begins ends the turn saying so; a new turn handles its
+    own (its update then carries the turn's fields)."""
+    run = read_plan_run(deps, state, runtime)
+    try:
+        run, facts = await plan_facts(deps, run)
+        route = choose_plan_route(facts)
+        if route is not PlanRoute.NEW_TURN:
+            return await ROUTES[route](deps, run)
+    except ToolFailure as failure:
+        return end_turn_with_failure(failure.message, None)
+    return await new_turn(deps, run)
+
+
 def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
     async def plan_step(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
         """Every ``plan`` update empties ``planEdits`` (an input, taken once) and says what
@@ -164,184 +458,11 @@ def make_plan_node(deps: SupervisorDeps) -> SupervisorNode:
         if edits_sent and not new_message:
             update = await edit_plan(deps, state, context)
         else:
-            update = await plan(state, runtime=runtime)
+            update = await plan_turn(deps, state, runtime)
+            # A request to continue is this run's alone: the next run continues only if it asks.
+            if state.continuePlan:
+                update = {**update, "continuePlan": False}
             update.setdefault("planEditResult", EDITS_WITH_MESSAGE if edits_sent else None)
         return {"inputError": None, **update, "planEdits": None}
-
-    async def plan(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
-        update = await plan_turn(state, runtime)
-        # A request to continue is this run's alone: the next run continues only if it asks.
-        return {**update, "continuePlan": False} if state.continuePlan else update
-
-    async def plan_turn(state: SupervisorState, runtime: Runtime[Context]) -> dict[str, Any]:
-        context = runtime.context or Context()
-        human = latest_human_message(state.messages)
-        config = get_config()
-        identity = identity_of(config, deps.checkpoints)
-        history = list(state.messages)
-        asked = continue_request(identity) if state.continuePlan else None
-        if asked is not None and (human is None or human.id == state.turnMessageId != asked.id):
-            # Continue the plan, and nothing else: the turn's message says so. (The same run
-            # started again finds its own message, and is that turn resumed, below.)
-            human = asked
-            history.append(human)
-        running = state.turnStatus == "running" and bool(state.turnId)
-        try:
-            resent = (
-                await resumed_turn_of_run(deps.database, state, identity, context, config)
-                if human is not None
-                else None
-            )
-            if human is not None and (resent == state.turnId or human.id == state.turnMessageId):
-                # This run's input again on a checkpoint inside its turn (agent.turn.resume): a
-                # copy with a new id is dropped; a running turn goes on, catching up; an ended
-                # one (a server retry of a run that had finished) stays as it ended. The same
-                # message from another run is no new request (below).
-                again = resent == state.turnId or (running and human.id == state.turnMessageId)
-                dropped = human.id != state.turnMessageId
-                update: dict[str, Any] = (
-                    {"messages": [RemoveMessage(id=human.id or "")]} if dropped else {}
-                )
-                if again and running:
-                    return {**await resumed_turn_update(deps.database, state), **update}
-                if again:
-                    return update
-        except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, None)
-        # A run with no new human message (empty input on an existing thread) is not a turn:
-        # re-running a finished one would resume its rows, which seed 004 rules out.
-        if human is None or (human.id and human.id == state.turnMessageId):
-            return {"messages": [AIMessage(content=NO_REQUEST)], "turnStatus": "failed"}
-        if state.turnStatus == "running" and state.turnId:
-            question = pending_question(state.messages, human)
-            try:
-                shown = question is not None and await question_was_asked(
-                    deps.database, state.conversationId, question.record_id
-                )
-            except ToolFailure as failure:
-                return end_turn_with_failure(failure.message, None)
-            if question is not None and shown:
-                return answer_with_message(question, human)
-            if state.approvePlan and not state.planApproved:
-                plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
-                decision = decision_from_message(message_text(human))
-                try:
-                    open_items, _ = await plan.rows(["pending", "in_progress"])
-                    if awaiting_approval(state.approvePlan, state.planApproved, open_items):
-                        update = await apply_decision(plan, decision, plan_limits(context))
-                        return decided_by_message(human, decision, update)
-                except ToolFailure as failure:
-                    return end_turn_with_failure(failure.message, None)
-        named = TurnScope(
-            conversation_id=conversation_id_of(
-                context.conversation_id, config, state.conversationId
-            ),
-            # A server retry whose checkpoint is older than its turn: the turn it began.
-            turn_id=resent or turn_id_of(human),
-        )
-        if state.continuePlan and context.planning != "off":
-            try:
-                too_long = await continuation_problem(deps.database, named, plan_limits(context))
-            except ToolFailure as failure:
-                return end_turn_with_failure(failure.message, None)
-            if too_long is not None:  # nothing begun, nothing copied
-                added = [] if human is asked else run_messages(history, state.turnMessageId)
-                return refused_input(too_long, added)
-        request = message_text(human)
-        turn_start: dict[str, Any] = {
-            "conversationId": named.conversation_id,
-            "turnId": named.turn_id,
-            "turnRequest": request,
-            "turnMessageId": human.id or "",
-            "llmCalls": 0,
-            "promptTokens": 0,
-            "completionTokens": 0,
-            "usageEstimated": False,
-            "rowUsage": {},
-            "idleRounds": 0,
-            "idleCalls": [],
-            "progressMark": "",
-            "remindersInARow": 0,
-            "planApproved": False,
-            "approvePlan": context.approve_plan,
-            "iterationBudget": context.base_iterations,
-            "turnStatus": "running",
-            "turnStep": 0,
-            "catchUpTo": 0,
-            "todos": [],
-            "toolErrors": 0,
-            "verifierCalls": 0,
-            "verifierTokens": 0,
-            "auditCalls": 0,
-            "auditTokens": 0,
-            "evidenceLog": [],
-            "modifiedTasks": [],
-            "workerLlmCalls": [],
-            "workerUsage": [],
-        }
-        try:
-            claim = await begin_turn(
-                deps.database,
-                named,
-                message_id=human.id or "",
-                identity=identity,
-                user_id=acting_user(context.user_id, config),
-                # The state's turn is the one before this on the thread's branch.
-                previous_turn=(state.turnId or None) if state.turnId != named.turn_id else None,
-            )
-        except TurnRefused as refused:
-            return end_turn_with_failure(str(refused), None, turn_start)
-        except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, None, turn_start)
-        turn_start.update(claim.update())
-        if history is not state.messages and len(history) > len(state.messages):
-            turn_start["messages"] = [human]
-        open_elsewhere: tuple[str, ...] = ()
-        superseded = ""
-        if state.continuePlan and context.planning == "off":
-            # The copies would be rows no step of this run may close (no plan tools): declined
-            # before anything is copied, so the open rows stay where they are.
-            declined = end_turn_with_failure(
-                load_prompt("continue_needs_planning"), None, turn_start
-            )
-            return {
-                **declined,
-                "messages": [*turn_start.get("messages", []), *declined["messages"]],
-            }
-        try:
-            # Before the open rows are read: a stopped run's rows are closed, not offered.
-            superseded = await close_superseded(deps, claim.scope, identity)
-            if state.continuePlan:
-                limits = plan_limits(context)
-                continued = await continue_open_rows(deps.database, claim.scope, None, limits)
-                claim = replace(claim, rows=continued.change.rows)
-                if not claim.rows:
-                    return nothing_to_continue(turn_start)
-                turn_start["todos"] = [row.to_dict() for row in claim.rows]
-            elif deps.offers_continue(context):
-                open_elsewhere = tuple(await open_titles_elsewhere(deps.database, claim.scope))
-        except ToolFailure as failure:
-            failed = end_turn_with_failure(failure.message, None, turn_start)
-            return {**failed, "messages": [*turn_start.get("messages", []), *failed["messages"]]}
-        if claim.rows is not None:
-            # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
-            handed = hand_over(turn_start["todos"], claim.scope, claim.step, claim.rows, shown=True)
-            turn_start.update(handed)
-        view = TurnView(
-            scope=claim.scope,
-            llm_calls=0,
-            turn_request=request,
-            turn_message_id=human.id,
-            rows=claim.rows,
-            claimed_step=claim.step,
-            retaken=claim.retaken,
-            open_elsewhere=open_elsewhere,
-            superseded=superseded,
-        )
-        required = "create_todo" if context.planning == "always" and not claim.rows else None
-        update = await model_step(deps, history, view, context, turn_start, required_tool=required)
-        if "messages" in turn_start:  # the turn's own message goes before the step's answer
-            update["messages"] = [*turn_start["messages"], *update.get("messages", [])]
-        return update
 
     return plan_step

@@ -9,30 +9,15 @@ the edited state as if that node had just written it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
-from agent.state import TurnStatus
+from agent.state import SupervisorState
 
 ModelStepTarget = Literal["tools", "drain", "__end__"]
 DrainTarget = Literal["execute", "__end__"]
 ToolsTarget = Literal["execute", "drain"]
-
-
-@dataclass(kw_only=True)
-class RouteView:
-    """The state fields the branches read. LangGraph reads a branch's input by its first
-    parameter's type: with the whole ``SupervisorState`` every branch built all of its fields
-    after every step; this view is what routing needs (same names and defaults)."""
-
-    messages: list[AnyMessage] = field(default_factory=list)
-    turnStatus: TurnStatus = "running"
-    approvePlan: bool = False
-    planApproved: bool = False
-    planEditResult: dict[str, Any] | None = None
-    inputError: dict[str, Any] | None = None
 
 
 def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[str]:
@@ -48,7 +33,7 @@ def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[str]:
     return []
 
 
-def after_model_step(state: RouteView) -> ModelStepTarget:
+def after_model_step(state: SupervisorState) -> ModelStepTarget:
     """After ``plan`` or ``execute``: run the tool calls, else let ``drain`` judge the answer; a
     turn the step already ended (failed, or no new message) stops here."""
     if state.turnStatus != "running":
@@ -58,7 +43,7 @@ def after_model_step(state: RouteView) -> ModelStepTarget:
     return "drain"
 
 
-def after_plan(state: RouteView) -> ModelStepTarget:
+def after_plan(state: SupervisorState) -> ModelStepTarget:
     """After ``plan``: as after a model step, except in a run that only edited the plan
     (``planEditResult`` set, no LLM call made): back to the pause the turn was at (its
     unanswered ``ask_user`` call, or ``drain`` for a plan awaiting approval), else the end. A
@@ -74,12 +59,12 @@ def after_plan(state: RouteView) -> ModelStepTarget:
     return "__end__"
 
 
-def after_drain(state: RouteView) -> DrainTarget:
+def after_drain(state: SupervisorState) -> DrainTarget:
     """After ``drain``: another model step while the turn runs, else the end."""
     return "execute" if state.turnStatus == "running" else "__end__"
 
 
-def after_tools(state: RouteView) -> ToolsTarget:
+def after_tools(state: SupervisorState) -> ToolsTarget:
     """After ``tools``: straight on to the next model step, which counts the round against the
     budget itself; ``drain`` first while a plan awaits the user's approval (it asks)."""
     return "drain" if state.approvePlan and not state.planApproved else "execute"

@@ -401,13 +401,7 @@ class TurnPlan:
         saying it was not done is never a false claim); a refusal is ``COMPLETION_REFUSED`` and
         the row stays open."""
         todo_id = _check_todo_id(todo_id)
-        outcome = outcome.strip()
-        if not outcome:
-            raise ToolFailure(
-                ErrorCode.VALIDATION_ERROR,
-                "`outcome` is empty.",
-                "Say what was done, or why the item is cancelled, in `outcome`.",
-            )
+        outcome = _check_outcome(outcome)
         if judge is not None and status == "completed":
             # Judged before the write transaction opens: a check may take seconds (a verifier
             # model), and SQLite has one writer at a time.
@@ -415,48 +409,8 @@ class TurnPlan:
         try:
             async with self._database.session() as session:
                 repository = TurnTodoRepository(session)
-                rows = known_rows
-                row = _row_with_id(rows, todo_id)
-                if row is None:
-                    rows = await repository.find_by_turn(self.scope)
-                    row = _row_with_id(rows, todo_id)
-                if row is None:
-                    raise ToolFailure(
-                        ErrorCode.NOT_FOUND,
-                        f"No todo with id '{todo_id}' in this turn's plan.",
-                        "Use an id from this turn's plan (see the plan view or list_todo).",
-                    )
-                if status == "completed":
-                    ensure_unblocked(row, "completed")
-                completed_at = utc_now_iso()
-                # Every cancel on this path is the agent's (the model's complete_todo, or the
-                # harness closing an item whose action failed): not the user's choice.
-                cancelled_by = "agent" if status == "cancelled" else None
-                closed = await repository.close_if_open(
-                    row.id,
-                    status=status,
-                    outcome=outcome,
-                    completed_at=completed_at,
-                    refresh=False,
-                    cancelled_by=cancelled_by,
-                )
-                if not closed:
-                    now = await repository.reload(row.id) or row
-                    ensure_unblocked(now, "completed")  # the statement refuses a blocked row
-                    raise ToolFailure(
-                        ErrorCode.VALIDATION_ERROR,
-                        f"Todo '{now.title}' is already {now.status}.",
-                        "Move on to the next item; a closed item cannot be closed again.",
-                    )
-                _mark(
-                    row,
-                    status=status,
-                    outcome=outcome,
-                    completedAt=completed_at,
-                    startedAt=row.startedAt or (completed_at if status == "completed" else None),
-                    cancelledBy=cancelled_by,
-                )
-                assert rows is not None  # the row was found among them
+                rows, row = await self._rows_with(repository, todo_id, known_rows)
+                await _close_row(repository, row, status, outcome)
                 change = await self._start_next(repository, rows)
                 change.closed = row
                 if receipt is not None:
@@ -464,6 +418,23 @@ class TurnPlan:
         except (SQLAlchemyError, OSError) as error:
             raise database_failure(error) from error
         return change
+
+    async def _rows_with(
+        self, repository: TurnTodoRepository, todo_id: str, known_rows: list[TurnTodo] | None
+    ) -> tuple[list[TurnTodo], TurnTodo]:
+        """The turn's rows (``known_rows`` if they hold the row, else read) and the row with
+        ``todo_id`` among them; ``NOT_FOUND`` when this turn has none."""
+        if known_rows is not None and (row := _row_with_id(known_rows, todo_id)) is not None:
+            return known_rows, row
+        rows = await repository.find_by_turn(self.scope)
+        row = _row_with_id(rows, todo_id)
+        if row is None:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND,
+                f"No todo with id '{todo_id}' in this turn's plan.",
+                "Use an id from this turn's plan (see the plan view or list_todo).",
+            )
+        return rows, row
 
     async def _judge(
         self,
@@ -598,6 +569,55 @@ def in_plan_order(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
     """``rows`` in the order ``TurnTodoRepository.find_by_turn`` reads them: by priority, then
     creation time, then id."""
     return sorted(rows, key=lambda row: (row.priority, row.createdAt, row.id))
+
+
+def _check_outcome(outcome: str) -> str:
+    """``outcome`` stripped; a row never closes without saying what was done or why not."""
+    outcome = outcome.strip()
+    if not outcome:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            "`outcome` is empty.",
+            "Say what was done, or why the item is cancelled, in `outcome`.",
+        )
+    return outcome
+
+
+async def _close_row(
+    repository: TurnTodoRepository, row: TurnTodo, status: CloseStatus, outcome: str
+) -> None:
+    """Close ``row`` in the database if it is still open, and mark the loaded row the same;
+    a row closed meanwhile (or blocked) is refused with what it is now."""
+    if status == "completed":
+        ensure_unblocked(row, "completed")
+    completed_at = utc_now_iso()
+    # Every cancel on this path is the agent's (the model's complete_todo, or the harness
+    # closing an item whose action failed): not the user's choice.
+    cancelled_by = "agent" if status == "cancelled" else None
+    closed = await repository.close_if_open(
+        row.id,
+        status=status,
+        outcome=outcome,
+        completed_at=completed_at,
+        refresh=False,
+        cancelled_by=cancelled_by,
+    )
+    if not closed:
+        now = await repository.reload(row.id) or row
+        ensure_unblocked(now, "completed")  # the statement refuses a blocked row
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"Todo '{now.title}' is already {now.status}.",
+            "Move on to the next item; a closed item cannot be closed again.",
+        )
+    _mark(
+        row,
+        status=status,
+        outcome=outcome,
+        completedAt=completed_at,
+        startedAt=row.startedAt or (completed_at if status == "completed" else None),
+        cancelledBy=cancelled_by,
+    )
 
 
 def _row_with_id(rows: Sequence[TurnTodo] | None, todo_id: str) -> TurnTodo | None:
