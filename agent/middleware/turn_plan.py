@@ -28,6 +28,7 @@ from typing import Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
+    ExtendedModelResponse,
     ModelCallResult,
     ModelRequest,
     ModelResponse,
@@ -36,6 +37,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.calls.completion import CompletionCheck
 from agent.context import Context, ContextDefaults, run_settings
@@ -49,7 +51,14 @@ from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
-from agent.turn.usage import turn_usage
+from agent.turn.usage import (
+    call_usage,
+    charged_rows,
+    store_row_usage,
+    todos_with_usage,
+    turn_usage,
+    usage_after_call,
+)
 from prompts import load_all_prompts
 from storage import Database
 from storage.models import TurnTodo
@@ -71,10 +80,14 @@ def _counters(state: Mapping[str, Any], llm_calls: int | None = None) -> TurnCou
     )
 
 
-def _todos(rows: Sequence[TurnTodo]) -> list[dict[str, Any]]:
+def _todos(rows: Sequence[TurnTodo], state: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows in ``TodoListMiddleware``'s shape (``content``, ``status``) with turnplan's
-    fields."""
-    return ui_todos(row.to_dict() for row in rows)
+    fields, each with the usage charged to it (``agent.turn.usage``)."""
+    return todos_with_usage(ui_todos(row.to_dict() for row in rows), state.get("rowUsage", {}))
+
+
+def _answer(response: ModelResponse[Any]) -> AIMessage | None:
+    return next((m for m in response.result if isinstance(m, AIMessage)), None)
 
 
 class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
@@ -131,7 +144,7 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             plan = TurnPlan(self.database, _scope(state))
             update = await ask_for_approval(plan, rows, plan_limits(settings))
             rows = await self._rows(state)
-            update["todos"] = _todos(rows)
+            update["todos"] = _todos(rows, state)
             return update
         if not after_tool_round(state["messages"]):
             return None
@@ -149,27 +162,49 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             ),
             context=settings,
         )
-        update = {**verdict.update, "todos": _todos(rows)}
+        update = {**verdict.update, "todos": _todos(rows, state)}
         if verdict.stalled is not None:
-            return {
-                **update,
-                "messages": [verdict.stalled],
-                "turnStatus": "stalled",
-                "jump_to": ENDED,
-            }
+            stalled = {"messages": [verdict.stalled], "turnStatus": "stalled"}
+            return await self._ended(state, {**update, **stalled})
         if verdict.out_of_budget:
             counters = _counters({**state, **update})
             decision = drain_decision(state["messages"], rows, counters, settings)
-            return {**update, **decision, "jump_to": ENDED}
+            return await self._ended(state, {**update, **decision})
         return update
+
+    async def _ended(self, state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+        """``update`` for a turn that ends here: its rows' usage stored (``turn_row_usage``),
+        and the run sent to its end."""
+        await store_row_usage(
+            self.database,
+            _scope(state),
+            state.get("rowUsage", {}),
+            bool(state.get("usageEstimated")),
+        )
+        return {**update, "jump_to": ENDED}
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
-        rows = await self._rows(request.state)
-        return await handler(turn_request(request, rows, self._settings(request.runtime)))
+        """The call with turnplan's request, its usage added to the turn and to the rows in
+        progress (as the graph's ``model_step`` does)."""
+        state: Mapping[str, Any] = request.state
+        rows = await self._rows(state)
+        shaped = turn_request(request, rows, self._settings(request.runtime))
+        response = await handler(shaped)
+        answer = _answer(response)
+        if answer is None:
+            return response
+        prompt = [*([shaped.system_message] if shaped.system_message else []), *shaped.messages]
+        usage = usage_after_call(
+            turn_usage(state),
+            state.get("rowUsage", {}),
+            call_usage(answer, prompt),
+            charged_rows(rows),
+        )
+        return ExtendedModelResponse(model_response=response, command=Command(update=usage))
 
     @hook_config(can_jump_to=["model", "end"])
     async def aafter_model(
@@ -183,9 +218,9 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         decision = drain_decision(
             state["messages"], rows, _counters(state, llm_calls), self._settings(runtime)
         )
-        update = {"llmCalls": llm_calls, "todos": _todos(rows), **decision}
+        update = {"llmCalls": llm_calls, "todos": _todos(rows, state), **decision}
         if decision.get("turnStatus", "running") != "running":
-            return {**update, "jump_to": ENDED}
+            return await self._ended(state, update)
         if decision.get("messages"):  # the reminder, or the request for a real answer
             return {**update, "jump_to": "model"}
         return update

@@ -22,6 +22,7 @@ from tests.fakes import (
     close_row,
     plan_items,
     plan_rows,
+    plan_view,
     record,
     scripted_turn,
     tool_call,
@@ -219,3 +220,39 @@ async def test_the_model_never_sees_or_fills_the_turn_ids(face: Face, database: 
     assert created["created"][0]["title"] == "Note milk"
     prompts = json.dumps([str(m.content) for call in seen for m in call])
     assert "thread-7f3a" not in prompts
+
+
+# --- the token budget --------------------------------------------------------------------------
+
+
+def with_usage(message: AIMessage) -> AIMessage:
+    message.usage_metadata = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
+    return message
+
+
+async def test_the_token_budget_ends_the_turn_with_usage_per_row(
+    face: Face, database: Database
+) -> None:
+    def works_the_plan(messages: list[BaseMessage]) -> AIMessage:
+        rows = plan_rows(plan_view(messages))
+        if not rows:
+            items = [{"title": f"item {n}"} for n in range(1, 6)]
+            return with_usage(ai(tool_call("create_todo", items=items)))
+        current = next(row for row in rows if row.mark == ">")
+        return with_usage(ai(tool_call("complete_todo", todoId=current.id, outcome="done")))
+
+    model = ScriptedChatModel(responder=works_the_plan)
+    agent = face.build(model, database, [record], context=Context(max_turn_tokens=300))
+    result = await face.run(agent, "do the five items")
+
+    assert result["turnStatus"] == "budget_exhausted"
+    assert (result["promptTokens"], result["completionTokens"]) == (300, 30)
+    assert "token budget of 300" in str(result["messages"][-1].content)
+    closed = [todo for todo in result["todos"] if todo["status"] == "completed"]
+    assert [todo["usage"] for todo in closed] == [
+        {"llmCalls": 1, "promptTokens": 100, "completionTokens": 10}
+    ] * 2
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as connection:
+        stored = connection.execute("SELECT count(*) FROM turn_row_usage").fetchone()[0]
+    assert stored == 2
