@@ -9,7 +9,7 @@ always sees where the plan stands without a ``list_todo`` round trip.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from langchain.agents.middleware.types import ModelRequest
@@ -21,6 +21,8 @@ from agent.prompting.builder import (
     FULL,
     history_limit,
     model_messages,
+    orphaned_tool_calls,
+    recent_history,
     step_phase,
     step_tools,
     system_prompt,
@@ -42,11 +44,24 @@ def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
 
 
+def window_orphans(
+    messages: Sequence[AnyMessage], rows: Sequence[TurnTodo], settings: Context
+) -> dict[str, str]:
+    """The tool calls in the history window no result answers (a run stopped in its tools
+    step): call id by record id, for their recorded results (``agent.turn.call_ledger``)."""
+    limit = history_limit(FULL, settings.history_limit, rows)
+    return orphaned_tool_calls(recent_history(messages, limit))
+
+
 def turn_request(
-    request: ModelRequest[Any], rows: Sequence[TurnTodo], settings: Context
+    request: ModelRequest[Any],
+    rows: Sequence[TurnTodo],
+    settings: Context,
+    recorded: Mapping[str, str] | None = None,
 ) -> ModelRequest[Any]:
     """``request`` with the step's tools, turnplan's system prompt after the agent's, and the
-    history window with the plan view."""
+    history window with the plan view; ``recorded``: the results of orphaned calls that ran,
+    by call id (the others are answered as never run)."""
     state = request.state
     tools = phase_tools(request.tools, rows, settings.planning)
     names = [
@@ -61,6 +76,7 @@ def turn_request(
         turn_request=str(state.get("turnRequest", "")),
         turn_message_id=str(state.get("turnMessageId", "")) or None,
         profile=FULL,
+        recorded=recorded,
     )
     own = request.system_prompt
     system = f"{own}\n\n{base}" if own else base

@@ -41,12 +41,13 @@ from langgraph.types import Command
 
 from agent.calls.completion import CompletionCheck
 from agent.context import Context, ContextDefaults, run_settings
-from agent.middleware.model_request import turn_request
+from agent.middleware.model_request import turn_request, window_orphans
 from agent.middleware.state import TurnPlanState
 from agent.middleware.tool_calls import ToolHandler, ToolResult, run_once
 from agent.middleware.turn_start import start_turn
 from agent.tools.todos import build_todo_tools
 from agent.turn.approval import ask_for_approval, awaiting_approval
+from agent.turn.call_ledger import recorded_results
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
@@ -135,18 +136,20 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     ) -> dict[str, Any] | None:
         if state.get("turnStatus") != "running":
             return {"jump_to": ENDED}
+        asking = bool(state.get("approvePlan")) and not state.get("planApproved")
+        tools_ran = after_tool_round(state["messages"])
+        if not (asking or tools_ran):
+            return None
         settings = self._settings(runtime)
         rows = await self._rows(state)
         update: dict[str, Any] = {}
-        if awaiting_approval(
-            bool(state.get("approvePlan")), bool(state.get("planApproved")), open_rows(rows)
-        ):
+        if awaiting_approval(asking, False, open_rows(rows)):
             plan = TurnPlan(self.database, _scope(state))
             update = await ask_for_approval(plan, rows, plan_limits(settings))
             rows = await self._rows(state)
             update["todos"] = _todos(rows, state)
             return update
-        if not after_tool_round(state["messages"]):
+        if not tools_ran:
             return None
         verdict = judge_tool_round(
             state["messages"],
@@ -191,8 +194,16 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         """The call with turnplan's request, its usage added to the turn and to the rows in
         progress (as the graph's ``model_step`` does)."""
         state: Mapping[str, Any] = request.state
+        settings = self._settings(request.runtime)
         rows = await self._rows(state)
-        shaped = turn_request(request, rows, self._settings(request.runtime))
+        orphans = window_orphans(request.messages, rows, settings)
+        found = (
+            await recorded_results(self.database, _scope(state).conversation_id, orphans)
+            if orphans
+            else {}
+        )
+        recorded = {orphans[record_id]: result.content for record_id, result in found.items()}
+        shaped = turn_request(request, rows, settings, recorded)
         response = await handler(shaped)
         answer = _answer(response)
         if answer is None:

@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 
 from agent.context import Context
+from agent.prompting.builder import ORPHAN_RESULT
 from storage import Database
 from tests.fakes import (
     ScriptedChatModel,
@@ -104,6 +105,33 @@ async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
     (note,) = tool_results(result, "record")
     assert json.loads(str(note.content)) == {"recorded": "milk"}
     assert [t["status"] for t in result["todos"]] == ["completed"]
+
+
+async def test_a_call_left_unanswered_by_a_stopped_run_shows_its_recorded_result_later(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    gate = Gate()
+    model = scripted_turn(
+        database,
+        act(tool_call("record", note="milk"), tool_call("wait_here", note="x")),
+        answer_with("You're welcome."),
+    )
+    agent = face.build(model, database, [record, gate.tool()])
+    run = asyncio.create_task(face.run(agent, "note milk"))
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    await recorded(database, "record")
+    run.cancel()
+    with suppress(asyncio.CancelledError):
+        await run
+
+    # A new turn instead of a resume: the stopped run's calls are orphans in its history.
+    result = await face.run(agent, "thanks")
+
+    assert result["turnStatus"] == "answered"
+    answers = {m.name: m for m in model.prompts[-1] if isinstance(m, ToolMessage)}
+    assert json.loads(str(answers["record"].content)) == {"recorded": "milk"}
+    assert answers["wait_here"].content == ORPHAN_RESULT
+    assert recorded_notes == ["milk"]
 
 
 # --- evidence and completion checks ------------------------------------------------------------
