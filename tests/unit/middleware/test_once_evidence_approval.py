@@ -232,3 +232,16 @@ async def test_a_rejected_plan_is_cancelled_and_nothing_of_it_runs(
     assert done["turnStatus"] == "answered"
     assert [t["status"] for t in done["todos"]] == ["cancelled", "cancelled"]
     assert recorded_notes == []
+
+
+async def test_an_edited_plan_replaces_the_items_and_the_turn_works_the_new_ones(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    agent, _ = await paused(face, database)
+    edited = {"name": "create_todo", "args": {"items": [{"title": "eggs"}]}}
+    edit = {"decisions": [{"type": "edit", "edited_action": edited}]}
+    done = await face.invoke(agent, Command(resume=edit))
+
+    assert done["turnStatus"] == "answered"
+    assert [t["content"] for t in done["todos"] if t["status"] == "completed"] == ["eggs"]
+    assert recorded_notes == ["eggs"]
