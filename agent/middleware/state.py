@@ -13,6 +13,8 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState, OmitFromInput, PrivateStateAttr
 
+from agent.state import add_or_reset, extend_or_reset
+
 
 class TurnPlanState(AgentState[Any]):
     """State schema of ``TurnPlanMiddleware``."""
@@ -27,6 +29,11 @@ class TurnPlanState(AgentState[Any]):
     completionTokens: Annotated[NotRequired[int], OmitFromInput]
     usageEstimated: Annotated[NotRequired[bool], OmitFromInput]
     rowUsage: Annotated[NotRequired[dict[str, dict[str, int]]], PrivateStateAttr]
+    modifiedTasks: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput, extend_or_reset]]
+    """Personal tasks the turn changed (the personal task tools' ``Command`` updates)."""
+    verifierCalls: NotRequired[Annotated[int, OmitFromInput, add_or_reset]]
+    """Calls of ``Context.verifier_model`` in this turn (``complete_todo``'s updates)."""
+    verifierTokens: NotRequired[Annotated[int, OmitFromInput, add_or_reset]]
     turnRequest: Annotated[NotRequired[str], PrivateStateAttr]
     turnMessageId: Annotated[NotRequired[str], PrivateStateAttr]
     remindersInARow: Annotated[NotRequired[int], PrivateStateAttr]

@@ -82,4 +82,7 @@ async def start_turn(
         "approvePlan": settings.approve_plan,
         "planApproved": False,
         "todos": [],
+        "modifiedTasks": [],
+        "verifierCalls": 0,
+        "verifierTokens": 0,
     }

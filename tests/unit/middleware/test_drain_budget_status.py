@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from agent.context import Context
+from agent.tools.personal_tasks import build_task_tools
 from agent.turn.identity import REMINDER_NAME
 from storage import Database
 from tests.fakes import (
@@ -256,3 +257,16 @@ async def test_the_token_budget_ends_the_turn_with_usage_per_row(
     with closing(sqlite3.connect(path)) as connection:
         stored = connection.execute("SELECT count(*) FROM turn_row_usage").fetchone()[0]
     assert stored == 2
+
+
+async def test_the_tasks_a_turn_changed_are_listed_in_its_state(
+    face: Face, database: Database
+) -> None:
+    model = ScriptedChatModel(
+        script=[ai(tool_call("add_task", title="milk")), AIMessage(content="Added.")]
+    )
+    agent = face.build(model, database, build_task_tools(database))
+    result = await face.run(agent, "add milk")
+
+    assert result["turnStatus"] == "answered"
+    assert [(t["action"], t["title"]) for t in result["modifiedTasks"]] == [("created", "milk")]
