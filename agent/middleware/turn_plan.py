@@ -142,15 +142,14 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             return None
         settings = self._settings(runtime)
         rows = await self._rows(state)
-        update: dict[str, Any] = {}
+        approval: dict[str, Any] = {}
         if awaiting_approval(asking, False, open_rows(rows)):
+            # The round that made the plan is judged once the user has decided on it.
             plan = TurnPlan(self.database, _scope(state))
-            update = await ask_for_approval(plan, rows, plan_limits(settings))
+            approval = await ask_for_approval(plan, rows, plan_limits(settings))
             rows = await self._rows(state)
-            update["todos"] = _todos(rows, state)
-            return update
         if not tools_ran:
-            return None
+            return {**approval, "todos": _todos(rows, state)} if approval else None
         verdict = judge_tool_round(
             state["messages"],
             state.get("turnMessageId", ""),
@@ -165,15 +164,17 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             ),
             context=settings,
         )
-        update = {**verdict.update, "todos": _todos(rows, state)}
+        notes = approval.pop("messages", [])
+        update = {**approval, **verdict.update, "todos": _todos(rows, state)}
         if verdict.stalled is not None:
-            stalled = {"messages": [verdict.stalled], "turnStatus": "stalled"}
+            stalled = {"messages": [*notes, verdict.stalled], "turnStatus": "stalled"}
             return await self._ended(state, {**update, **stalled})
         if verdict.out_of_budget:
             counters = _counters({**state, **update})
             decision = drain_decision(state["messages"], rows, counters, settings)
-            return await self._ended(state, {**update, **decision})
-        return update
+            ended = {**decision, "messages": [*notes, *decision.get("messages", [])]}
+            return await self._ended(state, {**update, **ended})
+        return {**update, "messages": notes} if notes else update
 
     async def _ended(self, state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
         """``update`` for a turn that ends here: its rows' usage stored (``turn_row_usage``),
