@@ -21,8 +21,6 @@ from agent.prompting.builder import (
     FULL,
     history_limit,
     model_messages,
-    orphaned_tool_calls,
-    recent_history,
     step_phase,
     step_tools,
     system_prompt,
@@ -42,15 +40,6 @@ def phase_tools(
 
 def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
-
-
-def window_orphans(
-    messages: Sequence[AnyMessage], rows: Sequence[TurnTodo], settings: Context
-) -> dict[str, str]:
-    """The tool calls in the history window no result answers (a run stopped in its tools
-    step): call id by record id, for their recorded results (``agent.turn.call_ledger``)."""
-    limit = history_limit(FULL, settings.history_limit, rows)
-    return orphaned_tool_calls(recent_history(messages, limit))
 
 
 def turn_request(

@@ -41,14 +41,15 @@ from langgraph.types import Command
 
 from agent.calls.completion import CompletionCheck
 from agent.context import Context, ContextDefaults, run_settings
-from agent.middleware.model_request import turn_request, window_orphans
+from agent.middleware.model_request import turn_request
 from agent.middleware.state import TurnPlanState
 from agent.middleware.tool_calls import ToolHandler, ToolResult, run_once
 from agent.middleware.turn_start import start_turn
+from agent.prompting.builder import FULL, history_limit
 from agent.tools.todos import build_todo_tools
 from agent.turn.approval import ask_for_approval, awaiting_approval
-from agent.turn.call_ledger import recorded_results
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
+from agent.turn.orphan_results import orphan_results
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
@@ -197,13 +198,12 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         state: Mapping[str, Any] = request.state
         settings = self._settings(request.runtime)
         rows = await self._rows(state)
-        orphans = window_orphans(request.messages, rows, settings)
-        found = (
-            await recorded_results(self.database, _scope(state).conversation_id, orphans)
-            if orphans
-            else {}
+        recorded = await orphan_results(
+            self.database,
+            _scope(state).conversation_id,
+            request.messages,
+            history_limit(FULL, settings.history_limit, rows),
         )
-        recorded = {orphans[record_id]: result.content for record_id, result in found.items()}
         shaped = turn_request(request, rows, settings, recorded)
         response = await handler(shaped)
         answer = _answer(response)
