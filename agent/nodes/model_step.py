@@ -111,11 +111,7 @@ async def model_step(
     update = dict(update or {})
     await deps.prepare()
     try:
-        rows = (
-            list(view.rows)
-            if view.rows is not None
-            else (await TurnPlan(deps.database, view.scope).rows())[0]
-        )
+        rows = await _rows_of(deps, view)
     except ToolFailure as failure:
         return end_turn_with_failure(failure.message, None, update)
 
@@ -179,6 +175,13 @@ async def model_step(
     # has ids nothing has seen yet.
     fresh = response is answered
     return _with_answer(update, response, view, fresh=fresh)
+
+
+async def _rows_of(deps: SupervisorDeps, view: TurnView) -> list[TurnTodo]:
+    """The turn's rows: as the caller read them, else read now."""
+    if view.rows is not None:
+        return list(view.rows)
+    return (await TurnPlan(deps.database, view.scope).rows())[0]
 
 
 def _charge(
