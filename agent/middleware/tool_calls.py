@@ -27,6 +27,7 @@ from agent.turn.call_ledger import RecordBatch, output_text, record_result, reco
 from agent.turn.evidence import record_call
 from agent.turn.identity import call_record_id, issuing_message
 from storage import Database
+from storage.models import OPEN_TODO_STATUSES as OPEN
 from storage.repositories import ToolCallKey, TurnScope
 
 ToolResult = ToolMessage | Command[Any]
@@ -44,7 +45,8 @@ def _awaiting_approval(state: Mapping[str, Any], issuing: AIMessage | None) -> b
     if not state.get("approvePlan") or state.get("planApproved"):
         return False
     planning = issuing is not None and any(c["name"] == "create_todo" for c in issuing.tool_calls)
-    return planning or bool(state.get("todos"))
+    open_rows = [todo for todo in state.get("todos") or () if todo.get("status") in OPEN]
+    return planning or bool(open_rows)
 
 
 def _error(call_id: str, name: str, failure: ToolFailure) -> ToolMessage:

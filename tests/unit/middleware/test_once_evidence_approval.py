@@ -245,3 +245,27 @@ async def test_an_edited_plan_replaces_the_items_and_the_turn_works_the_new_ones
     assert done["turnStatus"] == "answered"
     assert [t["content"] for t in done["todos"] if t["status"] == "completed"] == ["eggs"]
     assert recorded_notes == ["eggs"]
+
+
+async def test_after_a_rejection_an_action_without_a_plan_runs(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    def plans_then_acts_alone(messages: list[BaseMessage]) -> AIMessage:
+        rows = plan_rows(plan_view(messages))
+        if not rows and not any(isinstance(m, ToolMessage) for m in messages):
+            items = [{"title": "milk"}, {"title": "bread"}]
+            return ai(tool_call("create_todo", items=items))
+        if not any(isinstance(m, ToolMessage) and m.name == "record" for m in messages):
+            return ai(tool_call("record", note="just milk"))
+        return AIMessage(content="Noted just milk.")
+
+    model = ScriptedChatModel(responder=plans_then_acts_alone)
+    agent = face.build(model, database, [record], context=Context(approve_plan=True))
+    await face.run(agent, "note milk and bread")
+    reject = {"decisions": [{"type": "reject", "message": "only milk, no plan"}]}
+    done = await face.invoke(agent, Command(resume=reject))
+
+    assert done["turnStatus"] == "answered"
+    assert recorded_notes == ["just milk"]
+    (note,) = tool_results(done, "record")
+    assert note.status == "success"
