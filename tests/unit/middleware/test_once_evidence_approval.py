@@ -269,3 +269,27 @@ async def test_after_a_rejection_an_action_without_a_plan_runs(
     assert recorded_notes == ["just milk"]
     (note,) = tool_results(done, "record")
     assert note.status == "success"
+
+
+async def test_a_message_while_the_plan_waits_decides_it_yes_approves_else_rejects(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    agent, _ = await paused(face, database)
+    done = await face.run(agent, "yes")
+
+    assert done["turnStatus"] == "answered"
+    assert [t["status"] for t in done["todos"]] == ["completed", "completed"]
+    assert recorded_notes == ["milk", "bread"]
+    assert not any(m.content == "yes" for m in done["messages"])
+
+
+async def test_a_message_other_than_yes_rejects_the_plan_with_its_words(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    agent, _ = await paused(face, database)
+    done = await face.run(agent, "no, not today")
+
+    assert done["turnStatus"] == "answered"
+    assert [t["status"] for t in done["todos"]] == ["cancelled", "cancelled"]
+    assert all("not today" in t["outcome"] for t in done["todos"])
+    assert recorded_notes == []
