@@ -25,10 +25,8 @@ budget left goes straight back to ``execute`` (``agent.nodes.routing.after_tools
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from agent.calls.answer_audit import audited
@@ -39,46 +37,15 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import end_turn_with_failure
 from agent.state import SupervisorState
 from agent.turn.approval import ask_for_approval, awaiting_approval
-from agent.turn.budget import budget_after_round
-from agent.turn.empty_answer import after_empty_reply
+from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
 from agent.turn.evidence import folded_snapshot
-from agent.turn.identity import REMINDER_NAME
 from agent.turn.lineage import claim_next_step, moved_on
-from agent.turn.outcome import (
-    budget_exhausted_message,
-    plan_finished_message,
-    stalled_message,
-    tokens_exhausted_message,
-    turn_end_status,
-    with_not_done,
-)
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
-from agent.turn.usage import store_row_usage, todos_with_usage, tokens_exhausted, turn_usage
-from prompts import render_prompt
+from agent.turn.usage import store_row_usage, todos_with_usage, turn_usage
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
-
-
-def reminder(rows: list[TurnTodo]) -> HumanMessage:
-    """The nudge sent when the model answers with rows still open."""
-    open_rows = [row for row in rows if row.status in ("pending", "in_progress")]
-    current = next((row for row in open_rows if row.status == "in_progress"), open_rows[0])
-    return HumanMessage(
-        content=render_prompt(
-            "reminder",
-            open_count=len(open_rows),
-            open_titles="; ".join(f'"{row.title}"' for row in open_rows),
-            current_title=current.title,
-            current_id=current.id,
-        ),
-        name=REMINDER_NAME,
-    )
-
-
-def open_rows(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
-    return [row for row in rows if row.status in ("pending", "in_progress")]
 
 
 def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
@@ -153,53 +120,11 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
 def _drain(
     state: SupervisorState, context: Context, rows: list[TurnTodo], counts: PlanCounts
 ) -> dict[str, Any]:
-    """The decision itself, from the state and the rows just read."""
-    last = state.messages[-1] if state.messages else None
-    answered = isinstance(last, AIMessage) and not last.tool_calls
-    budget = budget_after_round(
-        state.iterationBudget, state.llmCalls, counts.remaining > 0, not answered, context
+    """The decision itself (``agent.turn.drain_rule``), from the state and the rows just read."""
+    counters = TurnCounters(
+        llm_calls=state.llmCalls,
+        budget=state.iterationBudget,
+        reminders_in_a_row=state.remindersInARow,
+        usage=turn_usage(state),
     )
-    usage = turn_usage(state)
-    out_of_tokens = tokens_exhausted(usage, context.max_turn_tokens)
-    out_of_calls = state.llmCalls >= budget or out_of_tokens
-
-    if not (out_of_calls and counts.remaining):
-        # An empty reply is no answer (agent.turn.empty_answer): asked again once, else no_answer.
-        empty = after_empty_reply(state.messages, rows, call_left=not out_of_calls)
-        if empty is not None:
-            return {"iterationBudget": budget, **empty}
-    if answered and not counts.remaining:
-        assert isinstance(last, AIMessage)
-        return _ended(last, rows)
-    if out_of_calls and rows and not counts.remaining:
-        # The last item closed on the last allowed call: nothing is missing but the words.
-        message = AIMessage(content=plan_finished_message(rows))
-        return {"messages": [message], "turnStatus": turn_end_status(rows)}
-    if out_of_calls:
-        message = AIMessage(
-            content=tokens_exhausted_message(rows, usage.total_tokens, context.max_turn_tokens)
-            if out_of_tokens and context.max_turn_tokens is not None
-            else budget_exhausted_message(rows, state.llmCalls)
-        )
-        return {
-            "messages": [message],
-            "turnStatus": "budget_exhausted",
-            "iterationBudget": budget,
-        }
-    update: dict[str, Any] = {"iterationBudget": budget, "remindersInARow": 0}
-    if answered:
-        if state.remindersInARow >= context.max_reminders:
-            message = AIMessage(content=stalled_message(rows, state.remindersInARow + 1))
-            return {"messages": [message], "turnStatus": "stalled"}
-        update["messages"] = [reminder(rows)]
-        update["remindersInARow"] = state.remindersInARow + 1
-    return update
-
-
-def _ended(answer: AIMessage, rows: list[TurnTodo]) -> dict[str, Any]:
-    """The end of a turn the model answered with every row closed: ``answered`` only when all
-    that was asked was done; otherwise ``incomplete``, the answer restated with the rows
-    cancelled for a failure and why, unless it lists them already."""
-    status = turn_end_status(rows, answer)
-    restated = with_not_done(answer, rows) if status == "incomplete" else None
-    return {"turnStatus": status, **({"messages": [restated]} if restated else {})}
+    return drain_decision(state.messages, rows, counters, context)

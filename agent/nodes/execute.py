@@ -20,10 +20,9 @@ claim, not three and two.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from agent.context import Context
@@ -32,18 +31,14 @@ from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
-from agent.turn.budget import budget_after_round
 from agent.turn.evidence import folded_snapshot
-from agent.turn.idle import judge_round, repeated_summary
 from agent.turn.lineage import claim_next_step
-from agent.turn.outcome import stalled_idle_message
 from agent.turn.plan_card import plan_card, ui_todos
-from agent.turn.plan_rows import count_rows
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
+from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
 from agent.turn.usage import (
     store_row_usage,
     todos_with_usage,
-    tokens_exhausted,
     turn_usage,
     usage_after_workers,
 )
@@ -51,23 +46,14 @@ from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
 
-def after_tool_round(messages: Sequence[AnyMessage]) -> bool:
-    """The step before this one ran tools (its results end the history): a reminder or an
-    approval from ``drain`` leaves its own message last, and ``drain`` has already counted
-    the round then."""
-    return bool(messages) and isinstance(messages[-1], ToolMessage)
-
-
 def _stalled(
     rows: list[TurnTodo],
-    rounds: int,
-    calls: list[str],
+    message: AIMessage,
     state: SupervisorState,
     row_usage: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
-    """The update that ends the turn ``stalled`` after ``rounds`` idle tool rounds, with the
-    honest partial report naming the calls that went round (``agent.turn.idle``)."""
-    message = AIMessage(content=stalled_idle_message(rows, rounds, repeated_summary(calls)))
+    """The update that ends the turn ``stalled`` after idle tool rounds, with the honest
+    partial report (``agent.turn.tool_round``)."""
     return {
         **NOTHING_HANDED,
         "todos": todos_with_usage(folded_snapshot(rows, state.todos, state.evidenceLog), row_usage),
@@ -121,36 +107,26 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 workerUsage=[],
             )
         if claim.rows is not None and tools_ran:
-            budget = budget_after_round(
-                state.iterationBudget,
-                llm_calls,
-                count_rows(claim.rows).remaining > 0,
-                True,
-                context,
+            verdict = judge_tool_round(
+                state.messages,
+                state.turnMessageId,
+                claim.rows,
+                budget=state.iterationBudget,
+                llm_calls=llm_calls,
+                usage=usage,
+                idle=IdleCount(state.progressMark, state.idleRounds, state.idleCalls),
+                context=context,
             )
-            update.update(
-                iterationBudget=budget,
-                remindersInARow=0,
-                toolErrors=operator_faults(state.messages, state.turnMessageId),
-            )
-            if llm_calls >= budget or tokens_exhausted(usage, context.max_turn_tokens):
+            update.update(verdict.update)
+            update["toolErrors"] = operator_faults(state.messages, state.turnMessageId)
+            if verdict.out_of_budget:
                 # No call left: ``drain`` (the next node, as no tool call is waiting) ends the
                 # turn with the answer built from these rows.
                 update.update(hand_over(todos, claim.scope, claim.step, claim.rows, shown=shown))
                 return update
-            idle = judge_round(
-                state.messages,
-                state.turnMessageId,
-                claim.rows,
-                mark_before=state.progressMark,
-                idle_before=state.idleRounds,
-                calls_before=state.idleCalls,
-                max_idle_rounds=context.max_idle_rounds,
-            )
-            update.update(idle.update)
-            if idle.stalled:
+            if verdict.stalled is not None:
                 await store_row_usage(deps.database, claim.scope, row_usage, usage.estimated)
-                stalled = _stalled(claim.rows, idle.rounds, idle.calls, state, row_usage)
+                stalled = _stalled(claim.rows, verdict.stalled, state, row_usage)
                 return {**update, **stalled}
         if claim.rows is not None:
             # For this step's tools, or the next drain if the model answers (rows_handoff).

@@ -26,9 +26,9 @@ from agent.context import Context
 from agent.errors import ToolFailure
 from agent.llm.chat_models import invalid_tool_call_messages
 from agent.nodes.deps import SupervisorDeps
-from agent.prompting.builder import model_messages, orphaned_tool_calls, recent_history
+from agent.prompting.builder import model_messages
 from agent.turn.answer_ledger import record_answer, recorded_answer
-from agent.turn.call_ledger import recorded_results
+from agent.turn.orphan_results import orphan_results
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import NOTHING_HANDED
@@ -111,11 +111,7 @@ async def model_step(
     update = dict(update or {})
     await deps.prepare()
     try:
-        rows = (
-            list(view.rows)
-            if view.rows is not None
-            else (await TurnPlan(deps.database, view.scope).rows())[0]
-        )
+        rows = await _rows_of(deps, view)
     except ToolFailure as failure:
         return end_turn_with_failure(failure.message, None, update)
 
@@ -141,13 +137,8 @@ async def model_step(
             open_elsewhere=view.open_elsewhere,
             superseded=view.superseded,
         )
-        # Only calls the window can hold are looked up: an orphan older than the window would
-        # otherwise cost a read on every later call of the thread.
-        orphans = orphaned_tool_calls(recent_history(history, step.history_limit))
-        recorded = (
-            await recorded_results(deps.database, view.scope.conversation_id, orphans)
-            if orphans
-            else {}
+        recorded = await orphan_results(
+            deps.database, view.scope.conversation_id, history, step.history_limit
         )
         prompt = model_messages(
             base_prompt=step.base_prompt,
@@ -157,7 +148,7 @@ async def model_step(
             turn_request=view.turn_request,
             turn_message_id=view.turn_message_id,
             profile=step.profile,
-            recorded={orphans[record_id]: result.content for record_id, result in recorded.items()},
+            recorded=recorded,
         )
         recorder = UsageRecorder()
         config = merge_configs(ensure_config(), {"callbacks": [recorder]})
@@ -184,6 +175,13 @@ async def model_step(
     # has ids nothing has seen yet.
     fresh = response is answered
     return _with_answer(update, response, view, fresh=fresh)
+
+
+async def _rows_of(deps: SupervisorDeps, view: TurnView) -> list[TurnTodo]:
+    """The turn's rows: as the caller read them, else read now."""
+    if view.rows is not None:
+        return list(view.rows)
+    return (await TurnPlan(deps.database, view.scope).rows())[0]
 
 
 def _charge(

@@ -42,23 +42,28 @@ def status_of(error: BaseException) -> int | None:
     return getattr(response, "status_code", None)
 
 
-async def system_assistant_id(client: LangGraphClient) -> str:
+SERVED_GRAPHS = ["supervisor", "turnplan_agent"]
+"""The graphs of ``langgraph.json``: the server makes one system assistant for each."""
+
+
+async def system_assistant_ids(client: LangGraphClient) -> dict[str, str]:
     found = await client.assistants.search(metadata={"created_by": "system"})
-    assert [a["graph_id"] for a in found] == ["supervisor"]
-    return str(found[0]["assistant_id"])
+    assert sorted(a["graph_id"] for a in found) == SERVED_GRAPHS
+    return {a["graph_id"]: str(a["assistant_id"]) for a in found}
 
 
 async def test_another_users_and_the_system_assistant_cannot_be_seen_changed_or_deleted(
     clients: dict[str, LangGraphClient],
 ) -> None:
     alice, bob = clients["alice"], clients["bob"]
-    system_id = await system_assistant_id(bob)
+    system_ids = await system_assistant_ids(bob)
+    system_id = system_ids["supervisor"]
     mine = await alice.assistants.create("supervisor", config={"recursion_limit": 40})
     alices_id = mine["assistant_id"]
     assert (mine["metadata"] or {}).get("owner") == "alice"
 
     seen = {a["assistant_id"] for a in await bob.assistants.search()}
-    assert seen == {system_id}
+    assert seen == set(system_ids.values())
     attempts = {
         "read": bob.assistants.get(alices_id),
         "patch": bob.assistants.update(alices_id, config={"recursion_limit": 1}),

@@ -1,0 +1,241 @@
+"""``TurnPlanMiddleware``: turnplan's guarantees inside LangChain's ``create_agent``.
+
+A thin adapter: every decision is one of the core functions the supervisor graph's nodes use
+too (``agent.turn``), called from the middleware hooks with plain values read off the agent's
+state (``agent.middleware.state.TurnPlanState``):
+
+- ``before_agent``: the turn of the newest human message starts (ids, ``turns`` row) or goes on
+  (``agent.middleware.turn_start``);
+- ``before_model``: after a tool round, its budget extension and the idle count
+  (``agent.turn.tool_round``); a spent budget or a stalled turn ends here with the honest report;
+  a new plan waiting for approval pauses in LangChain's HITL request shape
+  (``agent.turn.approval``);
+- ``wrap_model_call``: the phase's tools, turnplan's system prompt and the plan view
+  (``agent.middleware.model_request``);
+- ``after_model``: the drain (``agent.turn.drain_rule``): an answer while rows are open goes
+  back with the reminder; the end of the turn gets its honest status and closing answer;
+- ``wrap_tool_call``: exactly-once results and evidence (``agent.middleware.tool_calls``).
+
+The todo tools (``create_todo``, ``list_todo``, ``complete_todo``) come with the middleware; the
+conversation and turn ids are injected from the state, never typed by the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelCallResult,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+    hook_config,
+)
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from agent.calls.completion import CompletionCheck
+from agent.context import Context, ContextDefaults, run_settings
+from agent.middleware.model_request import turn_request
+from agent.middleware.state import TurnPlanState
+from agent.middleware.tool_calls import ToolHandler, ToolResult, run_once
+from agent.middleware.turn_start import start_turn
+from agent.prompting.builder import FULL, history_limit
+from agent.tools.todos import build_todo_tools
+from agent.turn.approval import ask_for_approval, awaiting_approval
+from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
+from agent.turn.orphan_results import orphan_results
+from agent.turn.plan_card import ui_todos
+from agent.turn.plan_rows import TurnPlan, plan_limits
+from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
+from agent.turn.usage import (
+    call_usage,
+    charged_rows,
+    store_row_usage,
+    todos_with_usage,
+    turn_usage,
+    usage_after_call,
+)
+from prompts import load_all_prompts
+from storage import Database
+from storage.models import TurnTodo
+from storage.repositories import TurnScope
+
+ENDED = "end"
+
+
+def _scope(state: Mapping[str, Any]) -> TurnScope:
+    return TurnScope(state.get("conversationId", ""), state.get("turnId", ""))
+
+
+def _counters(state: Mapping[str, Any], llm_calls: int | None = None) -> TurnCounters:
+    return TurnCounters(
+        llm_calls=state.get("llmCalls", 0) if llm_calls is None else llm_calls,
+        budget=state.get("iterationBudget", 0),
+        reminders_in_a_row=state.get("remindersInARow", 0),
+        usage=turn_usage(state),
+    )
+
+
+def _todos(rows: Sequence[TurnTodo], state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows in ``TodoListMiddleware``'s shape (``content``, ``status``) with turnplan's
+    fields, each with the usage charged to it (``agent.turn.usage``)."""
+    return todos_with_usage(ui_todos(row.to_dict() for row in rows), state.get("rowUsage", {}))
+
+
+def _answer(response: ModelResponse[Any]) -> AIMessage | None:
+    return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
+    """turnplan's plan/execute/drain guarantees for ``create_agent`` (see the module).
+
+    ``database``: turnplan's ``Database`` or its URL (SQLite or PostgreSQL; default:
+    ``TURNPLAN_DATABASE_URL``, else ``.turnplan/turnplan.db``). ``context``: turnplan's
+    settings (``agent.context.Context``: ``base_iterations``, ``max_iterations``,
+    ``max_reminders``, ``max_idle_rounds``, ``approve_plan``, ...); a run's context that is a
+    turnplan ``Context`` (or a dict of its keys) overrides them. ``completion_checks``: what a
+    row must pass before ``complete_todo`` closes it (``agent.calls.completion``)."""
+
+    state_schema = TurnPlanState
+
+    def __init__(
+        self,
+        database: Database | str | None = None,
+        *,
+        context: ContextDefaults | None = None,
+        completion_checks: Mapping[str, CompletionCheck] | None = None,
+    ) -> None:
+        super().__init__()
+        self.database = database if isinstance(database, Database) else Database(database)
+        self._defaults = context
+        self.tools = build_todo_tools(self.database, completion_checks)
+        self._prompts_read = False
+
+    def _settings(self, runtime: Runtime[Any] | None) -> Context:
+        return run_settings(runtime.context if runtime is not None else None, self._defaults)
+
+    async def _rows(self, state: Mapping[str, Any]) -> list[TurnTodo]:
+        return (await TurnPlan(self.database, _scope(state)).rows())[0]
+
+    async def abefore_agent(
+        self, state: TurnPlanState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        if not self._prompts_read:  # off the event loop: the dev server forbids blocking reads
+            await asyncio.to_thread(load_all_prompts)
+            self._prompts_read = True
+        return await start_turn(self.database, state, self._settings(runtime))
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(
+        self, state: TurnPlanState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        if state.get("turnStatus") != "running":
+            return {"jump_to": ENDED}
+        asking = bool(state.get("approvePlan")) and not state.get("planApproved")
+        tools_ran = after_tool_round(state["messages"])
+        if not (asking or tools_ran):
+            return None
+        settings = self._settings(runtime)
+        rows = await self._rows(state)
+        approval: dict[str, Any] = {}
+        if awaiting_approval(asking, False, open_rows(rows)):
+            # The round that made the plan is judged once the user has decided on it.
+            plan = TurnPlan(self.database, _scope(state))
+            approval = await ask_for_approval(plan, rows, plan_limits(settings))
+            rows = await self._rows(state)
+        if not tools_ran:
+            return {**approval, "todos": _todos(rows, state)} if approval else None
+        verdict = judge_tool_round(
+            state["messages"],
+            state.get("turnMessageId", ""),
+            rows,
+            budget=state.get("iterationBudget", 0),
+            llm_calls=state.get("llmCalls", 0),
+            usage=turn_usage(state),
+            idle=IdleCount(
+                state.get("progressMark", ""),
+                state.get("idleRounds", 0),
+                state.get("idleCalls", []),
+            ),
+            context=settings,
+        )
+        notes = approval.pop("messages", [])
+        update = {**approval, **verdict.update, "todos": _todos(rows, state)}
+        if verdict.stalled is not None:
+            stalled = {"messages": [*notes, verdict.stalled], "turnStatus": "stalled"}
+            return await self._ended(state, {**update, **stalled})
+        if verdict.out_of_budget:
+            counters = _counters({**state, **update})
+            decision = drain_decision(state["messages"], rows, counters, settings)
+            ended = {**decision, "messages": [*notes, *decision.get("messages", [])]}
+            return await self._ended(state, {**update, **ended})
+        return {**update, "messages": notes} if notes else update
+
+    async def _ended(self, state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+        """``update`` for a turn that ends here: its rows' usage stored (``turn_row_usage``),
+        and the run sent to its end."""
+        await store_row_usage(
+            self.database,
+            _scope(state),
+            state.get("rowUsage", {}),
+            bool(state.get("usageEstimated")),
+        )
+        return {**update, "jump_to": ENDED}
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        """The call with turnplan's request, its usage added to the turn and to the rows in
+        progress (as the graph's ``model_step`` does)."""
+        state: Mapping[str, Any] = request.state
+        settings = self._settings(request.runtime)
+        rows = await self._rows(state)
+        recorded = await orphan_results(
+            self.database,
+            _scope(state).conversation_id,
+            request.messages,
+            history_limit(FULL, settings.history_limit, rows),
+        )
+        shaped = turn_request(request, rows, settings, recorded)
+        response = await handler(shaped)
+        answer = _answer(response)
+        if answer is None:
+            return response
+        prompt = [*([shaped.system_message] if shaped.system_message else []), *shaped.messages]
+        usage = usage_after_call(
+            turn_usage(state),
+            state.get("rowUsage", {}),
+            call_usage(answer, prompt),
+            charged_rows(rows),
+        )
+        return ExtendedModelResponse(model_response=response, command=Command(update=usage))
+
+    @hook_config(can_jump_to=["model", "end"])
+    async def aafter_model(
+        self, state: TurnPlanState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        llm_calls = state.get("llmCalls", 0) + 1
+        last = state["messages"][-1] if state["messages"] else None
+        if isinstance(last, AIMessage) and last.tool_calls:
+            return {"llmCalls": llm_calls}
+        rows = await self._rows(state)
+        decision = drain_decision(
+            state["messages"], rows, _counters(state, llm_calls), self._settings(runtime)
+        )
+        update = {"llmCalls": llm_calls, "todos": _todos(rows, state), **decision}
+        if decision.get("turnStatus", "running") != "running":
+            return await self._ended(state, update)
+        if decision.get("messages"):  # the reminder, or the request for a real answer
+            return {**update, "jump_to": "model"}
+        return update
+
+    async def awrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
+        return await run_once(self.database, request, handler)
