@@ -41,7 +41,6 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
-from storage.aiosqlite_one_trip import one_trip_dbapi
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import Base
 
@@ -56,7 +55,7 @@ SCHEMA_LOCK_KEY = int.from_bytes(b"turnplan", "big")
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
 SINGLE_STATEMENT = "NONE"
 """The begin mode of ``Database.write_alone``: no BEGIN, so SQLite runs the statement as a
-transaction of its own (and commits it) in one trip."""
+transaction of its own (and commits it)."""
 
 
 class SchemaMismatchError(RuntimeError):
@@ -126,14 +125,6 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         if state.terminate_only or driver is None or not driver.in_transaction:
             return
         dbapi_connection.rollback()
-
-
-def _driver_options(url: str) -> dict[str, Any]:
-    """Engine options for the SQLite driver: aiosqlite runs a write in one trip to its thread
-    (``storage.aiosqlite_one_trip``)."""
-    if make_url(url).get_driver_name() != "aiosqlite":
-        return {}
-    return {"module": one_trip_dbapi()}
 
 
 def _is_busy(error: OperationalError) -> bool:
@@ -241,9 +232,7 @@ class Database:
         if self.is_sqlite:
             _check_sqlite_file(url)
         if self.is_sqlite:
-            engine = create_async_engine(
-                url, echo=self._echo, pool_reset_on_return=None, **_driver_options(url)
-            )
+            engine = create_async_engine(url, echo=self._echo, pool_reset_on_return=None)
             _configure_sqlite(engine)
         else:
             engine = create_async_engine(url, echo=self._echo)
@@ -338,7 +327,7 @@ class Database:
         """Run one write statement as a transaction of its own; returns how many rows it
         changed. For a conditional UPDATE that is the whole transaction (the step claim of
         every graph step), so on SQLite it is sent without BEGIN and COMMIT: SQLite takes the
-        write lock, runs and commits it in one trip to aiosqlite's thread instead of three. A
+        write lock, runs and commits it as one statement, with no BEGIN of its own to send. A
         list of parameter sets runs it once per set, each a transaction of its own on SQLite
         (one for all elsewhere): for writes that need not land together. A busy database is
         retried with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
