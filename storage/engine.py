@@ -127,6 +127,12 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         dbapi_connection.rollback()
 
 
+RETIRED_VIEW = "recorded_calls"
+"""A view (and its INSTEAD OF trigger, which wrote a call's record and evidence) that SQLite
+files made before f2afb2e still hold; nothing uses it, and opening the file drops it (with its
+trigger), so no SQL in the database does the application's work."""
+
+
 def _is_busy(error: OperationalError) -> bool:
     text = str(error.orig or error).lower()
     return "database is locked" in text or "database is busy" in text
@@ -275,6 +281,8 @@ class Database:
                     if problems:
                         raise SchemaMismatchError(_mismatch_message(self.url, problems))
                     await connection.run_sync(Base.metadata.create_all)
+                    if self.is_sqlite:
+                        await connection.execute(text(f"DROP VIEW IF EXISTS {RETIRED_VIEW}"))
                 return
             except OperationalError as error:
                 if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
@@ -367,7 +375,6 @@ class Database:
         if current is None:
             return None
         await current.engine.dispose()
-        _forget_compiled_statements(current.engine)
         hook, current.shutdown_hook = current.shutdown_hook, None
         return hook
 
@@ -375,22 +382,6 @@ class Database:
     def open_loops(self) -> int:
         """Event loops this database holds an engine for (one per live loop that used it)."""
         return len(self._loops)
-
-
-def _forget_compiled_statements(engine: AsyncEngine) -> None:
-    """Drop the ORM's cached statements compiled for a disposed engine.
-
-    Each mapper keeps an LRU cache of compiled INSERT/UPDATE statements keyed by the engine's
-    dialect; with one engine per event loop, a script that runs one loop per turn would fill
-    it with statements no engine can use again (about 0.3 MB a turn until the cache is full).
-    """
-    dialect = engine.sync_engine.dialect
-    for mapper in Base.registry.mappers:
-        cache = mapper.__dict__.get("_compiled_cache")
-        if cache is None:
-            continue
-        for key in [k for k in list(cache) if isinstance(k, tuple) and k and k[0] is dialect]:
-            cache.pop(key, None)
 
 
 def _backoff(attempt: int) -> float:
