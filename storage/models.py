@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import (
     Boolean,
@@ -132,7 +133,7 @@ No foreign keys: SQLite does not enforce them by default and PostgreSQL would re
 of a replaced plan's open rows; the repository deletes a row's edges with it."""
 
 
-def _loaded_value(row: object, name: str) -> object:
+def _loaded_value(row: object, name: str) -> Any:
     """Attribute ``name`` of ``row`` as loaded with it (or set by the write that made it), None
     when it was not: never a query (SQLAlchemy's public ``AttributeState.loaded_value``)."""
     value = inspect(row).attrs[name].loaded_value
