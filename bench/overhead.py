@@ -239,8 +239,11 @@ class _CountedTurnplan(TurnplanSystem):
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
-        return self._tally.only_the_turn(super().prepare(model, tool, workdir, n, checkpointer))
+        return self._tally.only_the_turn(
+            super().prepare(model, tool, workdir, n, checkpointer, database_url)
+        )
 
 
 async def profile(
