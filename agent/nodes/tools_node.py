@@ -464,6 +464,27 @@ async def run_and_record_call(
     return _with_evidence_entry(result, entry, place)
 
 
+async def replay_or_run_call(
+    database: Database,
+    request: ToolCallRequest,
+    execute: Execute,
+    *,
+    record_id: str,
+    records_itself: bool = False,
+) -> ToolResult:
+    """Exactly once for a caller outside the supervisor's tools node (a ``create_agent``
+    middleware's ``wrap_tool_call``): the recorded result of this call when a run recorded it
+    already (nothing runs again), else ``run_and_record_call`` (same arguments)."""
+    scope, _ = _scope(request)
+    if scope.conversation_id and record_id:
+        recorded = await recorded_results(database, scope.conversation_id, [record_id])
+        if record_id in recorded:
+            return recorded[record_id].as_tool_result(request.tool_call.get("id") or "")
+    return await run_and_record_call(
+        database, request, execute, record_id=record_id, records_itself=records_itself
+    )
+
+
 class SupervisorToolNode(OrderedToolNode):
     """The ordered tools node of the supervisor: each run carries the rows the step before
     handed over (``agent.turn.rows_handoff``) from call to call, and hands on what its calls
