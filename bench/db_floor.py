@@ -8,9 +8,10 @@ database of the same schema, three ways:
 - **raw aiosqlite**: one ``execute`` per statement on one connection, ``BEGIN``/``COMMIT`` as
   statements; the least any asyncio SQLite path can cost;
 - **SQLAlchemy Core, a connection per transaction**: ``exec_driver_sql`` on the engine turnplan
-  builds (``storage.engine.Database``: the one-trip driver, the same BEGIN modes), checking a
-  connection out of the pool for each transaction as turnplan does: what the statements cost
-  through SQLAlchemy's async engine with no ORM session, no compilation and no Python of ours;
+  builds (``storage.engine.Database``: SQLAlchemy's aiosqlite driver, the same BEGIN modes),
+  checking a connection out of the pool for each transaction as turnplan does: what the
+  statements cost through SQLAlchemy's async engine with no ORM session, no compilation and no
+  Python of ours;
 - **SQLAlchemy Core, one held connection**: the same on one connection kept for the whole
   replay, the pool's checkout and return left out.
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from bench.postgres import PostgresBench, postgres_checkpointer
 from bench.prefix import mean_shared_prefix
 from bench.scenario import ActionLog, request_for, titles_for
 from bench.systems import PreparedTurn, System, TurnResult
@@ -158,14 +159,20 @@ async def _instant_run(system: System, n: int, *, checkpointed: bool = False) ->
 
 
 async def timed_turn(
-    system: System, n: int, *, checkpointed: bool = False, latency: float = 0.0
+    system: System,
+    n: int,
+    *,
+    checkpointed: bool = False,
+    latency: float = 0.0,
+    postgres: PostgresBench | None = None,
 ) -> TimedTurn:
     """The second turn of a freshly built agent, timed. The first, untimed and with an instant
     model, fills what a running server has filled once for all its turns (compiled SQL
     statements, bound tool schemas, lazy imports), for every system alike; it must be a good
     run too. ``checkpointed``: the agent is compiled with a SQLite checkpointer on a file (each
     turn in a thread of its own). ``latency``: each model call of the timed turn takes that
-    many seconds (``InstantChatModel.latency``), counted in ``model_seconds``."""
+    many seconds (``InstantChatModel.latency``), counted in ``model_seconds``. ``postgres``:
+    the checkpointer and turnplan's tables are on a fresh database of that server instead."""
     titles = titles_for(n)
     unbound: set[str] = set()
     oracle = system.oracle(titles)
@@ -173,14 +180,18 @@ async def timed_turn(
     log = ActionLog()
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         async with AsyncExitStack() as stack:
+            name = postgres.fresh_database() if postgres is not None else None
             checkpointer = (
                 await stack.enter_async_context(
-                    AsyncSqliteSaver.from_conn_string(str(Path(workdir) / "checkpoints.db"))
+                    postgres_checkpointer(postgres, name)
+                    if postgres is not None and name is not None
+                    else AsyncSqliteSaver.from_conn_string(str(Path(workdir) / "checkpoints.db"))
                 )
                 if checkpointed
                 else None
             )
-            turn = system.prepare(model, log.tool(), Path(workdir), n, checkpointer)
+            url = postgres.sqlalchemy_url(name) if postgres is not None and name else None
+            turn = system.prepare(model, log.tool(), Path(workdir), n, checkpointer, url)
             return await _timed_second_turn(
                 system, turn, model, _TurnCheck(oracle, log, titles, unbound), latency
             )

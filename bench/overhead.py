@@ -7,9 +7,10 @@ The turn is the benchmark's sequential N-item turn (``bench.systems.turnplan``: 
 
 - **transactions**: SQLite transactions begun (each takes the write lock, or a read snapshot);
 - **statements**: SQL statements sent, ``BEGIN`` included;
-- **thread trips**: handoffs to aiosqlite's thread (``storage.aiosqlite_one_trip``: one per
-  write statement, two per query, plus one per commit or rollback), each a thread switch and an
-  event-loop wake-up, counted where ``OneTripConnection.trip`` makes them;
+- **thread trips**: handoffs to aiosqlite's thread (SQLAlchemy's aiosqlite adapter makes three
+  per write statement: open a cursor, execute, close it; four per query: and fetch the rows;
+  plus one per commit or rollback), each a thread switch and an event-loop wake-up, counted on
+  the public aiosqlite calls that make them (``THREAD_CALLS``);
 - the wall time spent in the three places that run them: the step claims of ``execute`` and
   ``drain`` (``agent.turn.lineage.claim_next_step``), closing a row (``TurnPlan.close``), and
   recording the results of the other tool calls (``RecordBatch.record``).
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
+import aiosqlite
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -61,10 +63,15 @@ from bench.db_floor import DatabaseFloor, TransactionRecorder, measure_floor, re
 from bench.measure import _instant_run
 from bench.systems import PreparedTurn, TurnResult
 from bench.systems.turnplan import TurnplanSystem
-from storage.aiosqlite_one_trip import OneTripConnection
 
 DEFAULT_N = 20
 TIMED = ("step claims", "closing rows", "recording results")
+THREAD_CALLS = (
+    (aiosqlite.Connection, ("cursor", "commit", "rollback", "execute", "executemany")),
+    (aiosqlite.Cursor, ("execute", "executemany", "fetchone", "fetchmany", "fetchall", "close")),
+)
+"""The public aiosqlite calls that each run once on the connection's thread (SQLAlchemy's
+adapter uses these; none of them calls another of them)."""
 
 
 @dataclass(frozen=True)
@@ -164,11 +171,13 @@ def _hooks(tally: _Tally) -> Iterator[None]:
     def on_begin(*_: Any) -> None:
         tally.count("transactions")
 
-    trip = OneTripConnection.trip
+    def counted_trip(call: Callable[..., Any]) -> Callable[..., Any]:
+        # Not async: ``Connection.cursor`` returns an object that is both awaited and entered.
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            tally.count("thread trips")
+            return call(*args, **kwargs)
 
-    async def counted_trip(self: OneTripConnection, call: Any, *args: Any) -> Any:
-        tally.count("thread trips")
-        return await trip(self, call, *args)
+        return counted
 
     put, put_writes, dumps_typed = (
         AsyncSqliteSaver.aput,
@@ -198,7 +207,10 @@ def _hooks(tally: _Tally) -> Iterator[None]:
     event.listen(Engine, "begin", on_begin)
     try:
         with ExitStack() as patches:
-            patches.enter_context(patch.object(OneTripConnection, "trip", counted_trip))
+            for owner, names in THREAD_CALLS:
+                for name in names:
+                    original = getattr(owner, name)
+                    patches.enter_context(patch.object(owner, name, counted_trip(original)))
             patches.enter_context(patch.object(AsyncSqliteSaver, "aput", counted_put))
             patches.enter_context(patch.object(AsyncSqliteSaver, "aput_writes", counted_writes))
             patches.enter_context(patch.object(JsonPlusSerializer, "dumps_typed", counted_dumps))
@@ -227,8 +239,11 @@ class _CountedTurnplan(TurnplanSystem):
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
-        return self._tally.only_the_turn(super().prepare(model, tool, workdir, n, checkpointer))
+        return self._tally.only_the_turn(
+            super().prepare(model, tool, workdir, n, checkpointer, database_url)
+        )
 
 
 async def profile(

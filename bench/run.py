@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from bench.measure import measure
+from bench.postgres import postgres_server
 from bench.report import Report
 from bench.share import DEFAULT_N as SHARE_N
 from bench.share import MODEL_SECONDS, SHARE_SYSTEMS, measure_share, share_table
@@ -95,22 +96,26 @@ async def run_share(
     n: int = SHARE_N,
     repeats: int = 3,
     model_seconds: float = MODEL_SECONDS,
+    postgres: bool = False,
 ) -> str:
     """The share table (``bench.share``) of the installed ``systems`` (default
-    ``SHARE_SYSTEMS``), with a line naming those that cannot run."""
+    ``SHARE_SYSTEMS``), with a line naming those that cannot run; ``postgres``: on a
+    PostgreSQL server started for the run (``bench.postgres``), not SQLite files."""
     chosen = (
         list(systems)
         if systems is not None
         else [s for s in all_systems() if s.name in SHARE_SYSTEMS]
     )
     missing = {s.name: s.unavailable() for s in chosen if s.unavailable() is not None}
-    runs = await measure_share(
-        [s for s in chosen if s.name not in missing],
-        n,
-        repeats=repeats,
-        model_seconds=model_seconds,
-    )
-    table = share_table(runs, model_seconds)
+    runnable = [s for s in chosen if s.name not in missing]
+    if postgres:
+        with postgres_server() as server:
+            runs = await measure_share(
+                runnable, n, repeats=repeats, model_seconds=model_seconds, postgres=server
+            )
+    else:
+        runs = await measure_share(runnable, n, repeats=repeats, model_seconds=model_seconds)
+    table = share_table(runs, model_seconds, postgres=postgres)
     if missing:
         table += "\n\nNot run: " + "; ".join(f"{name} ({why})" for name, why in missing.items())
     return table
@@ -126,6 +131,11 @@ def _parser() -> argparse.ArgumentParser:
     share = parser.add_mutually_exclusive_group()
     share.add_argument("--share-only", action="store_true", help="only the harness's share")
     share.add_argument("--no-share", action="store_true", help="skip the harness's share")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="the share on PostgreSQL (pgserver) instead of SQLite files",
+    )
     return parser
 
 
@@ -142,11 +152,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         systems = [s for s in systems if s.name in args.systems]
     share_systems = [s for s in systems if args.systems or s.name in SHARE_SYSTEMS]
     if args.share_only:
-        print(asyncio.run(run_share(share_systems, repeats=args.repeats)))
+        print(asyncio.run(run_share(share_systems, repeats=args.repeats, postgres=args.postgres)))
         return 0
     report = asyncio.run(run_benchmark(ns, systems, repeats=args.repeats))
     if not args.no_share:
-        report.share = asyncio.run(run_share(share_systems, repeats=args.repeats))
+        report.share = asyncio.run(
+            run_share(share_systems, repeats=args.repeats, postgres=args.postgres)
+        )
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.md").write_text(report.markdown(), encoding="utf-8")

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.measure import timed_turn
+from bench.postgres import PostgresBench
 from bench.systems import System
 
 MODEL_SECONDS = 0.3
@@ -59,13 +60,17 @@ async def measure_share(
     *,
     repeats: int = 3,
     model_seconds: float = MODEL_SECONDS,
+    postgres: PostgresBench | None = None,
 ) -> list[ShareRun]:
     """The best run (the smallest share) of each system out of ``repeats``, interleaved; a
-    system with a failed run is reported with that run's problem."""
+    system with a failed run is reported with that run's problem. ``postgres``: each turn's
+    checkpointer (and turnplan's tables) on a fresh database of that server, not SQLite."""
     runs: dict[str, list[ShareRun]] = {system.name: [] for system in systems}
     for _ in range(max(1, repeats)):
         for system in systems:
-            turn = await timed_turn(system, n, checkpointed=True, latency=model_seconds)
+            turn = await timed_turn(
+                system, n, checkpointed=True, latency=model_seconds, postgres=postgres
+            )
             runs[system.name].append(
                 ShareRun(
                     system=system.name,
@@ -86,11 +91,14 @@ def _best(runs: list[ShareRun]) -> ShareRun:
     return failed[0] if failed else min(runs, key=lambda run: run.share)
 
 
-def share_table(runs: Sequence[ShareRun], model_seconds: float = MODEL_SECONDS) -> str:
+def share_table(
+    runs: Sequence[ShareRun], model_seconds: float = MODEL_SECONDS, *, postgres: bool = False
+) -> str:
     """The markdown table of ``runs``, one row per system."""
+    store = "PostgreSQL checkpointer (pgserver)" if postgres else "SQLite checkpointer on a file"
     lines = [
         f"Harness share of a turn's wall time: sequential N-item turn, a model taking "
-        f"{1000 * model_seconds:.0f} ms per call, SQLite checkpointer on a file, best run",
+        f"{1000 * model_seconds:.0f} ms per call, {store}, best run",
         "",
         "| system | N | LLM calls | wall s | model s | harness s | harness share % | ok |",
         "|---|---:|---:|---:|---:|---:|---:|---|",

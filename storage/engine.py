@@ -41,7 +41,6 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
-from storage.aiosqlite_one_trip import one_trip_dbapi
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import Base
 
@@ -56,7 +55,7 @@ SCHEMA_LOCK_KEY = int.from_bytes(b"turnplan", "big")
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
 SINGLE_STATEMENT = "NONE"
 """The begin mode of ``Database.write_alone``: no BEGIN, so SQLite runs the statement as a
-transaction of its own (and commits it) in one trip."""
+transaction of its own (and commits it)."""
 
 
 class SchemaMismatchError(RuntimeError):
@@ -128,12 +127,10 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         dbapi_connection.rollback()
 
 
-def _driver_options(url: str) -> dict[str, Any]:
-    """Engine options for the SQLite driver: aiosqlite runs a write in one trip to its thread
-    (``storage.aiosqlite_one_trip``)."""
-    if make_url(url).get_driver_name() != "aiosqlite":
-        return {}
-    return {"module": one_trip_dbapi()}
+RETIRED_VIEW = "recorded_calls"
+"""A view (and its INSTEAD OF trigger, which wrote a call's record and evidence) that SQLite
+files made before f2afb2e still hold; nothing uses it, and opening the file drops it (with its
+trigger), so no SQL in the database does the application's work."""
 
 
 def _is_busy(error: OperationalError) -> bool:
@@ -241,9 +238,7 @@ class Database:
         if self.is_sqlite:
             _check_sqlite_file(url)
         if self.is_sqlite:
-            engine = create_async_engine(
-                url, echo=self._echo, pool_reset_on_return=None, **_driver_options(url)
-            )
+            engine = create_async_engine(url, echo=self._echo, pool_reset_on_return=None)
             _configure_sqlite(engine)
         else:
             engine = create_async_engine(url, echo=self._echo)
@@ -286,6 +281,8 @@ class Database:
                     if problems:
                         raise SchemaMismatchError(_mismatch_message(self.url, problems))
                     await connection.run_sync(Base.metadata.create_all)
+                    if self.is_sqlite:
+                        await connection.execute(text(f"DROP VIEW IF EXISTS {RETIRED_VIEW}"))
                 return
             except OperationalError as error:
                 if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
@@ -338,7 +335,7 @@ class Database:
         """Run one write statement as a transaction of its own; returns how many rows it
         changed. For a conditional UPDATE that is the whole transaction (the step claim of
         every graph step), so on SQLite it is sent without BEGIN and COMMIT: SQLite takes the
-        write lock, runs and commits it in one trip to aiosqlite's thread instead of three. A
+        write lock, runs and commits it as one statement, with no BEGIN of its own to send. A
         list of parameter sets runs it once per set, each a transaction of its own on SQLite
         (one for all elsewhere): for writes that need not land together. A busy database is
         retried with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
@@ -378,7 +375,6 @@ class Database:
         if current is None:
             return None
         await current.engine.dispose()
-        _forget_compiled_statements(current.engine)
         hook, current.shutdown_hook = current.shutdown_hook, None
         return hook
 
@@ -386,22 +382,6 @@ class Database:
     def open_loops(self) -> int:
         """Event loops this database holds an engine for (one per live loop that used it)."""
         return len(self._loops)
-
-
-def _forget_compiled_statements(engine: AsyncEngine) -> None:
-    """Drop the ORM's cached statements compiled for a disposed engine.
-
-    Each mapper keeps an LRU cache of compiled INSERT/UPDATE statements keyed by the engine's
-    dialect; with one engine per event loop, a script that runs one loop per turn would fill
-    it with statements no engine can use again (about 0.3 MB a turn until the cache is full).
-    """
-    dialect = engine.sync_engine.dialect
-    for mapper in Base.registry.mappers:
-        cache = mapper.__dict__.get("_compiled_cache")
-        if cache is None:
-            continue
-        for key in [k for k in list(cache) if isinstance(k, tuple) and k and k[0] is dialect]:
-            cache.pop(key, None)
 
 
 def _backoff(attempt: int) -> float:

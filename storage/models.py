@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import (
     Boolean,
@@ -57,11 +58,13 @@ from sqlalchemy import (
     Table,
     Text,
     false,
+    inspect,
     select,
     text,
 )
 from sqlalchemy.orm import (
     DeclarativeBase,
+    LoaderCallableStatus,
     Mapped,
     column_property,
     foreign,
@@ -130,6 +133,13 @@ No foreign keys: SQLite does not enforce them by default and PostgreSQL would re
 of a replaced plan's open rows; the repository deletes a row's edges with it."""
 
 
+def _loaded_value(row: object, name: str) -> Any:
+    """Attribute ``name`` of ``row`` as loaded with it (or set by the write that made it), None
+    when it was not: never a query (SQLAlchemy's public ``AttributeState.loaded_value``)."""
+    value = inspect(row).attrs[name].loaded_value
+    return None if value is LoaderCallableStatus.NO_VALUE else value
+
+
 class TurnTodo(Base):
     """One item of the plan of one user turn. Rows are never deleted: status is the lifecycle."""
 
@@ -170,16 +180,13 @@ class TurnTodo(Base):
 
     def loaded_blockers(self) -> list[TurnTodo] | None:
         """``blockers`` when they were loaded with the row, else None (never a query)."""
-        # A loaded attribute lives in the instance's ``__dict__`` (as ``_seed_dict`` reads the
-        # continuation links); ``inspect(self).unloaded`` builds a set of every attribute's
-        # state, and this runs for every row of every plan view.
-        blockers = self.__dict__.get("blockers")
+        blockers = _loaded_value(self, "blockers")
         return None if blockers is None else list(blockers)
 
     def canceller(self) -> str | None:
         """Who cancelled the row (``CANCELLED_BY``) as loaded with it or marked by the write
         that cancelled it; None when not known (never a query)."""
-        value = self.__dict__.get("cancelledBy")
+        value = _loaded_value(self, "cancelledBy")
         return value if isinstance(value, str) else None
 
     def to_dict(self) -> dict[str, object]:
@@ -197,17 +204,11 @@ class TurnTodo(Base):
         return snapshot
 
     def _seed_dict(self) -> dict[str, object]:
-        # Loaded columns are read from the instance's ``__dict__`` (each attribute read through
-        # SQLAlchemy's descriptor is a call, for every row of every plan snapshot); one not
-        # loaded goes through the attribute as before.
-        loaded = self.__dict__
-        snapshot: dict[str, object] = {
-            name: loaded[name] if name in loaded else getattr(self, name) for name in SEED_FIELDS
-        }
+        snapshot: dict[str, object] = {name: getattr(self, name) for name in SEED_FIELDS}
         # Loaded with the row (``todo_continuations``); a row made in this session and not
         # read since has no link, and reading the attribute would go to the database.
-        snapshot["continuedFrom"] = loaded.get("continuedFrom")
-        snapshot["continuedIn"] = loaded.get("continuedIn")
+        snapshot["continuedFrom"] = _loaded_value(self, "continuedFrom")
+        snapshot["continuedIn"] = _loaded_value(self, "continuedIn")
         if snapshot["status"] == "cancelled":
             snapshot["cancelledBy"] = self.canceller()
         return snapshot

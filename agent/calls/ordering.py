@@ -24,7 +24,6 @@ the same thread resumed, each have their own, and nothing outlives the step.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,8 +45,23 @@ from agent.turn.identity import issuing_message
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
-Wrapper = Callable[[ToolCallRequest, Execute], Awaitable[ToolResult]]
-"""Runs each call, in call order (a ``ToolFailure`` it raises answers the call instead)."""
+
+
+@dataclass(frozen=True)
+class CallPlace:
+    """Where a call stands among the calls of its AI message in one run of the tools node,
+    handed to the wrapper with the call: ``memo``, what the wrapper keeps once for all the
+    calls of the message (a read, a batch writer) and which goes with the node's input;
+    ``position``, the call's index in the message (a call id the model repeated still has one
+    of its own), None for a call that is not one of its message's."""
+
+    memo: dict[str, Any]
+    position: int | None
+
+
+Wrapper = Callable[[ToolCallRequest, Execute, CallPlace], Awaitable[ToolResult]]
+"""Runs each call, in call order, told its place (a ``ToolFailure`` it raises answers the call
+instead)."""
 
 
 class CallAbandoned(Exception):
@@ -71,8 +85,7 @@ class _MessageCalls:
     claimed: set[int] = field(default_factory=set)
     paused: bool = False
     memo: dict[str, Any] = field(default_factory=dict)
-    """What the wrapper keeps for all the calls of this message in this run (see
-    ``message_memo``)."""
+    """What the wrapper keeps for all the calls of this message in this run (``CallPlace``)."""
 
     def __post_init__(self) -> None:
         self.finished = [asyncio.Event() for _ in self.call_ids]
@@ -113,33 +126,6 @@ def tools_step(config: Mapping[str, Any] | None) -> ToolsStep | None:
     """The ``ToolsStep`` a tool call's config carries (None outside an ``OrderedToolNode``)."""
     step = ((config or {}).get("configurable") or {}).get(TOOLS_STEP)
     return step if isinstance(step, ToolsStep) else None
-
-
-_running_message: contextvars.ContextVar[_MessageCalls | None] = contextvars.ContextVar(
-    "turnplan_running_message", default=None
-)
-"""The message whose call the running task is making (each call runs in a task of its own)."""
-
-_running_position: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "turnplan_running_position", default=None
-)
-"""The position in that message of the call the running task is making."""
-
-
-def message_memo() -> dict[str, Any]:
-    """A dict shared by the calls of one AI message in one run of the tools node, for the
-    wrapper (``inner``) that is running one of them: what it reads or writes once for the whole
-    message instead of once per call lives here, and goes with the node's input. Outside such a
-    call, a fresh dict (nothing is shared)."""
-    calls = _running_message.get()
-    return calls.memo if calls is not None else {}
-
-
-def call_position() -> int | None:
-    """For the wrapper running a call: its position among the calls of its AI message (a call
-    id the model repeated still has a position of its own); None outside such a call, or for a
-    call that is not one of its message's."""
-    return _running_position.get()
 
 
 def request_messages(request: ToolCallRequest) -> list[AnyMessage]:
@@ -243,18 +229,13 @@ async def _run_call(
     problems = unstorable_arguments(request.tool_call.get("args") or {})
     if problems:
         raise unstorable_failure(problems)
-    token = _running_message.set(calls)
-    position_token = _running_position.set(position)
     try:
         if inner is not None:
-            return await inner(request, execute)
+            return await inner(request, execute, CallPlace(calls.memo, position))
         return await execute(request)
     except GraphBubbleUp:
         calls.paused = True
         raise
-    finally:
-        _running_position.reset(position_token)
-        _running_message.reset(token)
 
 
 def parallel_limit(request: ToolCallRequest, defaults: ContextDefaults | None = None) -> int:
@@ -336,11 +317,10 @@ def build_tools_node(
 
 __all__ = [
     "IN_ORDER_METADATA",
+    "CallPlace",
     "OrderedToolNode",
     "ToolsStep",
     "build_tools_node",
-    "call_position",
-    "message_memo",
     "run_in_call_order",
     "tools_step",
     "with_state_update",

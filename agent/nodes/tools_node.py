@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
@@ -39,11 +40,10 @@ from agent.auth import acting_user
 from agent.calls.catalog import ToolCatalog
 from agent.calls.gate import NOT_FRESH, MessageGate, is_fresh
 from agent.calls.ordering import (
+    CallPlace,
     Execute,
     OrderedToolNode,
     ToolResult,
-    call_position,
-    message_memo,
     request_messages,
 )
 from agent.context import Context, ContextDefaults, run_settings
@@ -65,9 +65,10 @@ from agent.turn.call_ledger import (
     recorded_results,
 )
 from agent.turn.evidence import (
+    CALL_EVIDENCE,
     EvidenceEntry,
     PendingEvidence,
-    evidence_of,
+    arguments_json,
     folded_snapshot,
     record_call,
     written_entry,
@@ -164,7 +165,11 @@ def _one_question_per_message(request: ToolCallRequest, issuer: AIMessage | None
 
 
 async def _with_plan_snapshot(
-    database: Database, request: ToolCallRequest, issuer: AIMessage | None, result: ToolResult
+    database: Database,
+    request: ToolCallRequest,
+    issuer: AIMessage | None,
+    result: ToolResult,
+    place: CallPlace,
 ) -> ToolResult:
     """The result of the message's last plan change, whatever became of it (done, failed,
     replayed from the ledger), with the plan snapshot as the message's plan changes left the
@@ -179,7 +184,7 @@ async def _with_plan_snapshot(
         if call["name"] in PLAN_CHANGING_TOOLS
     ]
     # By position, not id: a model may repeat an id, and one step takes one snapshot.
-    if not changes or changes[-1] != call_position():
+    if not changes or changes[-1] != place.position:
         return result
     state = request.state
     values = state if isinstance(state, dict) else vars(state)
@@ -195,7 +200,7 @@ async def _with_plan_snapshot(
             return result
     # The calls of this message written before this one have returned and logged their
     # evidence here; their own updates come before this one's, which empties the log.
-    logged = [*(values.get("evidenceLog") or []), *message_memo().get(EVIDENCE_MEMO, [])]
+    logged = [*(values.get("evidenceLog") or []), *place.memo.get(EVIDENCE_MEMO, [])]
     todos = ui_todos(folded_snapshot(rows, values.get("todos"), logged))
     card = plan_card(
         scope.turn_id, todos, values.get("messages") or [], llm_calls=values.get("llmCalls", 0)
@@ -209,13 +214,14 @@ async def _with_plan_snapshot(
     return Command(update={"messages": [result], **snapshot})
 
 
-def _with_evidence_entry(result: ToolResult, entry: EvidenceEntry | None) -> ToolResult:
+def _with_evidence_entry(
+    result: ToolResult, entry: EvidenceEntry | None, place: CallPlace
+) -> ToolResult:
     """The call's result with its evidence entry added to the state's ``evidenceLog`` (and to
     the message's memo, for a plan snapshot later in the same message)."""
     if entry is None:
         return result
-    memo = message_memo()
-    memo.setdefault(EVIDENCE_MEMO, []).append(entry)
+    place.memo.setdefault(EVIDENCE_MEMO, []).append(entry)
     if isinstance(result, Command):
         update = result.update if isinstance(result.update, dict) else {}
         return Command(update={**update, "evidenceLog": [entry]})
@@ -232,10 +238,11 @@ def _message_gate(
     request: ToolCallRequest,
     issuer: AIMessage | None,
     saved: BaseCheckpointSaver[Any] | None,
+    place: CallPlace,
 ) -> MessageGate:
     """The gate shared by the calls of the issuing message in this run of the step (one read
     for all of them, ``agent.calls.gate``); a call without an issuer gets one of its own."""
-    memo = message_memo() if issuer is not None else {}
+    memo = place.memo if issuer is not None else {}
     gate = memo.get(GATE_MEMO)
     if not isinstance(gate, MessageGate):
         scope, step = _scope(request)
@@ -255,9 +262,9 @@ def _message_gate(
     return gate
 
 
-def _record_batch(database: Database) -> RecordBatch:
+def _record_batch(database: Database, place: CallPlace) -> RecordBatch:
     """The writer of the free calls' records of the running message (``agent.turn.call_ledger``)."""
-    memo = message_memo()
+    memo = place.memo
     batch = memo.get(RECORDS_MEMO)
     if not isinstance(batch, RecordBatch):
         batch = memo[RECORDS_MEMO] = RecordBatch(database)
@@ -294,6 +301,7 @@ async def _raised_result(
     record_id: str,
     error: Exception,
     pending: PendingEvidence | None,
+    place: CallPlace,
 ) -> tuple[ToolMessage, EvidenceEntry | None]:
     """A tool's exception as its error result (``TOOL_ERROR``), so the model can retry or
     cancel the item instead of the run crashing; recorded as evidence of the rows in progress
@@ -316,7 +324,7 @@ async def _raised_result(
         pending.written = True  # written above as an error: the record must not add it again
     try:
         key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-        await record_result(_record_batch(database), key, message)
+        await record_result(_record_batch(database, place), key, message, pending)
     except ToolFailure:
         logger.warning("the error of tool %s was not recorded in the call ledger", name)
     return message, entry
@@ -325,10 +333,10 @@ async def _raised_result(
 async def _tool_raised(
     database: Database,
     request: ToolCallRequest,
-    issuer: AIMessage | None,
     record_id: str,
     error: Exception,
     pending: PendingEvidence | None,
+    place: CallPlace,
 ) -> ToolResult:
     """What a call whose tool raised returns: logged with the turn (an operator's concern),
     then its ``TOOL_ERROR`` result (``_raised_result``), or, when the run does not handle tool
@@ -348,8 +356,133 @@ async def _tool_raised(
             failed = f"{type(error).__name__}: {error}"
             await record_call(database, scope, record_id, name, arguments, failed, is_error=True)
         raise error
-    raised, entry = await _raised_result(database, request, record_id, error, pending)
-    return await _with_plan_snapshot(database, request, issuer, _with_evidence_entry(raised, entry))
+    raised, entry = await _raised_result(database, request, record_id, error, pending, place)
+    return _with_evidence_entry(raised, entry, place)
+
+
+def _carrying(request: ToolCallRequest, pending: PendingEvidence | None) -> ToolCallRequest:
+    """The request whose runtime config carries the call's evidence (``CALL_EVIDENCE``), for a
+    tool that records its own result with it (``agent.tools.audited``)."""
+    runtime: ToolRuntime[Any, Any] | None = request.runtime
+    if pending is None or runtime is None:
+        return request
+    config = runtime.config
+    configurable = {**(config.get("configurable") or {}), CALL_EVIDENCE: pending}
+    carried: RunnableConfig = {**config, "configurable": configurable}
+    return replace(request, runtime=replace(runtime, config=carried))
+
+
+async def _evidence_entry(
+    database: Database,
+    request: ToolCallRequest,
+    record_id: str,
+    result: ToolResult,
+    pending: PendingEvidence | None,
+    failed: bool,
+) -> EvidenceEntry | None:
+    """The call's ``evidenceLog`` entry: written with its record already (``record_result``),
+    else written now on its own (a failure, a read); None for a call that is no evidence."""
+    if pending is None:
+        return None
+    name = request.tool_call.get("name", "?")
+    if pending.written and not failed:
+        state = request.state
+        values = state if isinstance(state, dict) else vars(state)
+        return written_entry(pending, name, values.get("todos"))
+    scope, _ = _scope(request)
+    arguments = request.tool_call.get("args") or {}
+    text = output_text(result)
+    return await record_call(database, scope, record_id, name, arguments, text, is_error=failed)
+
+
+def _log_operator_fault(request: ToolCallRequest, result: ToolResult) -> None:
+    """A failure that is not the model's doing (``OPERATOR_FAULTS``), logged with the turn."""
+    if not (isinstance(result, ToolMessage) and result.status == "error"):
+        return
+    code = error_code_of(result.content)
+    if code in OPERATOR_FAULTS:
+        scope, _ = _scope(request)
+        logger.warning(
+            "tool %s failed with %s (conversation %s, turn %s): %s",
+            request.tool_call.get("name", "?"),
+            code,
+            scope.conversation_id,
+            scope.turn_id,
+            result.content,
+        )
+
+
+async def run_and_record_call(
+    database: Database,
+    request: ToolCallRequest,
+    execute: Execute,
+    *,
+    record_id: str,
+    place: CallPlace | None = None,
+    records_itself: bool = False,
+) -> ToolResult:
+    """Run one tool call and record it exactly once: the one path from a call to its record in
+    the call ledger and its evidence of the rows in progress.
+
+    ``request``: the call as ``ToolNode`` hands it to a wrapper (its state gives the
+    conversation and turn, ``conversationId``/``turnId``); ``execute``: what runs the tool (the
+    wrapper's handler); ``record_id``: the call's id in the ledger
+    (``agent.turn.identity.call_record_id`` of the issuing message's id and the call id);
+    ``place``: the call's place among its message's calls (``agent.calls.ordering.CallPlace``:
+    the calls of one message share one batch writer), None for a call on its own;
+    ``records_itself``: the tool writes its record in the transaction of its change (the todo
+    tools, the personal-task tools), else it is recorded here once it returned.
+
+    A call that is evidence (any tool but the plan tools) has its evidence written with its
+    record in one transaction (``agent.turn.call_ledger.record_result``, handed the
+    ``PendingEvidence`` explicitly; a tool that records itself finds it in its runtime's config),
+    else on its own (a failure, a read: ``agent.turn.evidence.record_call``). A call recorded
+    already by another run returns that record; a tool that raises returns its ``TOOL_ERROR``
+    result, recorded (``Context.handle_tool_errors=False`` re-raises). The result carries the
+    call's ``evidenceLog`` entry as a state update."""
+    place = place or CallPlace({}, None)
+    scope, _ = _scope(request)
+    name = request.tool_call.get("name", "?")
+    arguments = request.tool_call.get("args") or {}
+    is_evidence = name not in TODO_TOOL_NAMES
+    pending = PendingEvidence(record_id, arguments_json(arguments)) if is_evidence else None
+    try:
+        result = await execute(_carrying(request, pending))
+    except (GraphBubbleUp, asyncio.CancelledError):
+        raise
+    except CallAlreadyRecorded:
+        recorded = await recorded_results(database, scope.conversation_id, [record_id])
+        return recorded[record_id].as_tool_result(request.tool_call.get("id") or "")
+    except Exception as error:
+        return await _tool_raised(database, request, record_id, error, pending, place)
+    failed = isinstance(result, ToolMessage) and result.status == "error"
+    if isinstance(result, ToolMessage) and not failed and not records_itself:
+        key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
+        await record_result(_record_batch(database, place), key, result, pending)
+    entry = await _evidence_entry(database, request, record_id, result, pending, failed)
+    _log_operator_fault(request, result)
+    return _with_evidence_entry(result, entry, place)
+
+
+async def replay_or_run_call(
+    database: Database,
+    request: ToolCallRequest,
+    execute: Execute,
+    *,
+    record_id: str,
+    records_itself: bool = False,
+) -> ToolResult:
+    """Exactly once for a caller outside the supervisor's tools node (a ``create_agent``
+    middleware's ``wrap_tool_call``): the recorded result of this call when a run recorded it
+    already (nothing runs again), else ``run_and_record_call`` (same arguments)."""
+    scope, _ = _scope(request)
+    if scope.conversation_id and record_id:
+        recorded = await recorded_results(database, scope.conversation_id, [record_id])
+        if record_id in recorded:
+            return recorded[record_id].as_tool_result(request.tool_call.get("id") or "")
+    return await run_and_record_call(
+        database, request, execute, record_id=record_id, records_itself=records_itself
+    )
 
 
 class SupervisorToolNode(OrderedToolNode):
@@ -381,73 +514,38 @@ def build_supervisor_tools_node(
     while a call runs (a delegation's request, a worker's prompt)."""
     graph_prompts = prompts or Prompts.at()
 
-    async def supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
+    async def supervised(
+        request: ToolCallRequest, execute: Execute, place: CallPlace
+    ) -> ToolResult:
         with use_prompts(graph_prompts):
-            return await _supervised(_with_settings(request, defaults), execute)
+            return await _supervised(_with_settings(request, defaults), execute, place)
 
-    async def _supervised(request: ToolCallRequest, execute: Execute) -> ToolResult:
+    async def _supervised(
+        request: ToolCallRequest, execute: Execute, place: CallPlace
+    ) -> ToolResult:
         scope, _ = _scope(request)
-        name = request.tool_call.get("name", "?")
         call_id = request.tool_call.get("id") or ""
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
         await _refuse_another_users_conversation(database, request, scope)
         if scope.conversation_id and scope.turn_id:
-            gate = _message_gate(database, request, issuer, saved)
+            gate = _message_gate(database, request, issuer, saved, place)
             replay = await gate.recorded(record_id)
             if replay is not None:
-                return await _with_plan_snapshot(
-                    database, request, issuer, replay.as_tool_result(call_id)
-                )
+                replayed = replay.as_tool_result(call_id)
+                return await _with_plan_snapshot(database, request, issuer, replayed, place)
         _refuse_before_approval(request, issuer)
         _one_question_per_message(request, issuer)
         request = await _run_tool(request, catalog)
-        evidence = name not in TODO_TOOL_NAMES
-        arguments = request.tool_call.get("args") or {}
-        # The call's evidence goes with its record (``record_result``), in the transaction that
-        # writes it; only a call with no record (a failure, a read) writes it on its own.
-        with evidence_of(record_id if evidence else "", arguments) as pending:
-            try:
-                result = await execute(request)
-            except (GraphBubbleUp, asyncio.CancelledError):
-                raise
-            except CallAlreadyRecorded:
-                recorded = await recorded_results(database, scope.conversation_id, [record_id])
-                replayed = recorded[record_id].as_tool_result(call_id)
-                return await _with_plan_snapshot(database, request, issuer, replayed)
-            except Exception as error:
-                watched = pending if evidence else None
-                return await _tool_raised(database, request, issuer, record_id, error, watched)
-            failed_call = isinstance(result, ToolMessage) and result.status == "error"
-            if (
-                isinstance(result, ToolMessage)
-                and not failed_call
-                and not catalog.records_itself(name)
-            ):
-                key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-                await record_result(_record_batch(database), key, result)
-        entry = None
-        if evidence and pending.written and not failed_call:
-            state = request.state
-            values = state if isinstance(state, dict) else vars(state)
-            entry = written_entry(pending, name, values.get("todos"))
-        elif evidence:
-            text = output_text(result)
-            entry = await record_call(
-                database, scope, record_id, name, arguments, text, is_error=failed_call
-            )
-        if isinstance(result, ToolMessage) and result.status == "error":
-            code = error_code_of(result.content)
-            if code in OPERATOR_FAULTS:
-                logger.warning(
-                    "tool %s failed with %s (conversation %s, turn %s): %s",
-                    name,
-                    code,
-                    scope.conversation_id,
-                    scope.turn_id,
-                    result.content,
-                )
-        result = _with_evidence_entry(result, entry)
-        return await _with_plan_snapshot(database, request, issuer, result)
+        records_itself = catalog.records_itself(request.tool_call.get("name", ""))
+        result = await run_and_record_call(
+            database,
+            request,
+            execute,
+            record_id=record_id,
+            place=place,
+            records_itself=records_itself,
+        )
+        return await _with_plan_snapshot(database, request, issuer, result, place)
 
     return SupervisorToolNode(catalog.static_tools, inner=supervised, defaults=defaults)

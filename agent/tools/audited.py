@@ -33,6 +33,7 @@ from agent.auth import acting_user
 from agent.errors import ErrorCode, ToolFailure, describe_validation_error, driver_reason
 from agent.tools.runtime import ToolRuntimeT, record_key, run_context, state_value
 from agent.turn.call_ledger import CallAlreadyRecorded, record_result
+from agent.turn.evidence import carried_evidence
 from storage import Database
 from storage.repositories import CallOrigin, TaskRepository, ToolAuditRepository
 
@@ -131,7 +132,9 @@ class AuditedTaskTool(StructuredTool):
                     origin, self.name, arguments, status="success"
                 )
                 if self.name not in READ_ONLY_TOOLS:  # with the change (agent.turn.call_ledger)
-                    await record_result(session, record_key(runtime, self.name), result)
+                    key = record_key(runtime, self.name)
+                    evidence = carried_evidence(runtime.config, key.tool_call_id)
+                    await record_result(session, key, result, evidence)
             return result
         except (GraphBubbleUp, CallAlreadyRecorded):
             raise

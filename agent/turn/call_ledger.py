@@ -32,7 +32,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import database_failure, error_code_of
-from agent.turn.evidence import pending_evidence
+from agent.turn.evidence import PendingEvidence
 from agent.turn.identity import message_text
 from storage import Database
 from storage.repositories import (
@@ -102,7 +102,10 @@ def result_record(key: ToolCallKey, output: ToolOutput) -> RecordedCall:
 
 
 async def record_result(
-    ledger: AsyncSession | RecordBatch, key: ToolCallKey, output: ToolOutput
+    ledger: AsyncSession | RecordBatch,
+    key: ToolCallKey,
+    output: ToolOutput,
+    evidence: PendingEvidence | None = None,
 ) -> None:
     """Record a tool call's result against its row in ``tool_results``: the one way every path
     records one (the todo tools and stage closes, ``agent.turn.plan_rows``; the personal-task
@@ -119,14 +122,15 @@ async def record_result(
       database (an MCP or caller tool): recorded right after it returned, in its own
       transaction; a record already there (another run of the call) is kept.
 
-    The call's evidence (``agent.turn.evidence.pending_evidence``: set by the tools node for a
-    call that is evidence of the rows in progress) is written with the record, in the same
-    transaction: recording a call that changed something costs nothing more.
+    ``evidence``: the call's evidence of the rows in progress (``agent.turn.evidence``; None: the
+    call is none, a plan tool's, or it was written already), written with the record in the same
+    transaction, so recording a call that changed something costs nothing more; ``written`` (and
+    the rows it went to) is set on it once it is.
     """
     if not key.tool_call_id:
         return
     record = result_record(key, output)
-    pending = pending_evidence(key.tool_call_id)
+    pending = evidence if evidence is not None and not evidence.written else None
     arguments = pending.arguments if pending is not None else None
     if isinstance(ledger, RecordBatch):
         await ledger.record(record, arguments)

@@ -4,8 +4,10 @@ A row is closed because the model says so; its evidence is what the harness saw 
 supervisor's tools node records every call but the plan tools' own against the rows in progress
 when it returned, so a stage's rows share the calls made while they were worked side by side. A
 call recorded in the call ledger writes its evidence with that record, in the same transaction
-(``evidence_of``, ``agent.turn.call_ledger.record_result``): no extra cost per item; a failed
-call or a read, which has no record, writes it alone (``record_call``).
+(``agent.turn.call_ledger.record_result``, handed the call's ``PendingEvidence``): no extra cost
+per item; a failed call or a read, which has no record, writes it alone (``record_call``). A tool
+that records its own result (a personal-task tool) finds its call's ``PendingEvidence`` in its
+runtime's config (``carried_evidence``), where the tools node put it for that call.
 ``list_todo`` and the state's ``todos`` show a short summary per row (``evidence``: how many
 calls, how many failed, which tools); ``todo_evidence`` returns the whole list, which completion
 checks are given (``agent.calls.completion``).
@@ -15,9 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,25 +115,17 @@ class PendingEvidence:
     todo_ids: list[str] | None = None
 
 
-_PENDING: ContextVar[PendingEvidence | None] = ContextVar("turnplan_pending_evidence", default=None)
+CALL_EVIDENCE = "turnplan_call_evidence"
+"""The ``configurable`` key of a tool call's runtime config under which the tools node hands the
+call's ``PendingEvidence`` to a tool that records its own result."""
 
 
-@contextmanager
-def evidence_of(call_id: str, arguments: Mapping[str, Any]) -> Iterator[PendingEvidence]:
-    """While the block runs the call, a result recorded for it (``record_result``) carries its
-    evidence; afterwards ``written`` says whether it did (else ``record_call`` writes it)."""
-    pending = PendingEvidence(call_id, arguments_json(arguments))
-    token = _PENDING.set(pending)
-    try:
-        yield pending
-    finally:
-        _PENDING.reset(token)
-
-
-def pending_evidence(call_id: str) -> PendingEvidence | None:
-    """The evidence to write with this call's record, if the running call has any unwritten."""
-    pending = _PENDING.get()
-    if pending is None or pending.written or pending.call_id != call_id:
+def carried_evidence(config: Mapping[str, Any] | None, call_id: str) -> PendingEvidence | None:
+    """The evidence a tool call's runtime config carries for the call ``call_id`` (its record
+    id), if not written yet; None outside the supervisor's tools node or for a call that is no
+    evidence (a plan tool's)."""
+    pending = ((config or {}).get("configurable") or {}).get(CALL_EVIDENCE)
+    if not isinstance(pending, PendingEvidence) or pending.written or pending.call_id != call_id:
         return None
     return pending
 

@@ -22,7 +22,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from agent.calls.ordering import Execute, ToolResult, build_tools_node
+from agent.calls.ordering import CallPlace, Execute, ToolResult, build_tools_node
 from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context, run_settings
 from agent.errors import ToolFailure, raised_failure
@@ -42,7 +42,9 @@ WorkerTarget = Literal["model", "tools", "__end__"]
 logger = logging.getLogger("agent.tools")
 
 
-async def raised_as_failure(request: ToolCallRequest, execute: Execute) -> ToolResult:
+async def raised_as_failure(
+    request: ToolCallRequest, execute: Execute, _place: CallPlace
+) -> ToolResult:
     """A worker's call whose tool raised, answered ``TOOL_ERROR`` (the tools node turns the
     ``ToolFailure`` into the error result) unless the run's ``Context.handle_tool_errors`` is
     false; interrupts, cancellation and a refused resume value pass through."""

@@ -89,7 +89,10 @@ class System(Protocol):
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
         """Build the agent around ``model`` and ``tool``; ``workdir`` is a fresh folder;
-        ``checkpointer``, if any, is compiled into the agent (the durable runs)."""
+        ``checkpointer``, if any, is compiled into the agent (the durable runs);
+        ``database_url``: where a system with a database of its own keeps it (None: a SQLite
+        file in ``workdir``)."""
         ...

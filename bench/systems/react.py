@@ -56,6 +56,7 @@ class ReactSystem:
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
         from langgraph.prebuilt import create_react_agent
 

@@ -66,6 +66,7 @@ class TodoListSystem:
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
         agent = self.build_agent(model, tool, checkpointer)
 

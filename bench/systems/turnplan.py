@@ -39,9 +39,11 @@ def prepare_turnplan(
     workdir: Path,
     n: int,
     checkpointer: Checkpointer = None,
+    database_url: str | None = None,
 ) -> PreparedTurn:
-    """A turnplan graph with only the benchmark's domain tool, on a fresh SQLite file."""
-    database = Database(f"sqlite+aiosqlite:///{workdir / 'turnplan.db'}")
+    """A turnplan graph with only the benchmark's domain tool, on ``database_url`` (a fresh
+    database), else on a fresh SQLite file."""
+    database = Database(database_url or f"sqlite+aiosqlite:///{workdir / 'turnplan.db'}")
     graph = build_graph(
         model,
         tools=[tool],
@@ -89,5 +91,6 @@ class TurnplanSystem:
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
-        return prepare_turnplan(model, tool, workdir, n, checkpointer)
+        return prepare_turnplan(model, tool, workdir, n, checkpointer, database_url)

@@ -1,15 +1,16 @@
 """``python -m bench.overhead``: the database work behind turnplan's overhead per item is counted
-exactly, and the counts hold the line drawn by the one-trip driver, the rows handed from step to
-step and the single-statement claims (no timings asserted)."""
+exactly, and the counts hold the line drawn by the rows handed from step to step and the
+single-statement claims (no timings asserted)."""
 
 from __future__ import annotations
 
+import aiosqlite
+
 from bench.overhead import TIMED, profile, report
-from storage.aiosqlite_one_trip import OneTripConnection
 
 
 async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_patched() -> None:
-    original = OneTripConnection.trip
+    originals = (aiosqlite.Connection.cursor, aiosqlite.Cursor.execute)
 
     shorter, result = await profile(4, repeats=1), await profile(8, repeats=1)
 
@@ -25,13 +26,15 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
     # evidence for the row in progress). No step reads the rows: each takes them from the step
     # before (agent.turn.rows_handoff).
     assert round(8 * result.statements - 4 * shorter.statements) == 4 * 9
-    # One trip per statement, one more to fetch the evidence's RETURNING rows, and one for each
-    # COMMIT: the close's and the action record's, the two transactions that begin.
-    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * (9 + 1 + 2)
+    # Three trips per statement through SQLAlchemy's aiosqlite adapter (open a cursor, execute,
+    # close it), one more to fetch the evidence's RETURNING rows, and one per commit: the
+    # COMMITs of the close and the action's record, and the adapter's commit after each of the
+    # two statements written alone.
+    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * (9 * 3 + 1 + 4)
     assert set(result.timed_ms) == set(TIMED)
     assert all(ms > 0 for ms in result.timed_ms.values())
     assert "trips to aiosqlite's thread" in report(result)
-    assert OneTripConnection.trip is original
+    assert (aiosqlite.Connection.cursor, aiosqlite.Cursor.execute) == originals
 
 
 async def test_a_checkpointed_item_costs_two_checkpoints_and_twenty_one_channel_writes() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from bench.run import all_systems, run_share
 from bench.share import SHARE_SYSTEMS, ShareRun, measure_share, share_table
 from bench.systems.react import ReactSystem
@@ -51,3 +53,16 @@ def test_a_failed_run_is_shown_as_failed_beside_its_share() -> None:
     runs = [ShareRun("turnplan", 20, 22, 7.0, 6.6, problem="the turn ended without an answer")]
 
     assert "| NO: the turn ended without an answer |" in share_table(runs)
+
+
+async def test_the_share_on_postgresql_runs_turnplan_and_its_checkpointer_there() -> None:
+    """``--postgres``: a server started for the run; turnplan's turn completes on it and the
+    table says the checkpointer was PostgreSQL's."""
+    pytest.importorskip("pgserver", reason="the dev extra installs pgserver")
+
+    table = await run_share(
+        [TurnplanSystem()], n=2, repeats=1, model_seconds=MODEL_SECONDS, postgres=True
+    )
+
+    assert "PostgreSQL checkpointer" in table
+    assert re.search(r"^\| turnplan \| 2 \| 4 \|.*\| \d+\.\d \| yes \|$", table, re.M), table

@@ -187,3 +187,37 @@ async def test_a_free_calls_record_and_its_evidence_are_written_once_together(
     ]
     with closing(sqlite3.connect(path)) as connection:
         assert connection.execute("SELECT content FROM tool_results").fetchall() == [("ok",)]
+
+
+async def test_a_database_from_before_the_plain_record_path_loses_its_view_and_trigger(
+    tmp_path: Path,
+) -> None:
+    """A file made before f2afb2e held the view ``recorded_calls`` whose INSTEAD OF trigger
+    wrote records and evidence; opening it drops both, so no SQL in it does application work."""
+    path = tmp_path / "older.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    older = Database(url)
+    await older.create_schema()
+    await older.dispose()
+    with closing(sqlite3.connect(path)) as connection:  # the view and trigger as they were
+        connection.execute(
+            "CREATE VIEW recorded_calls AS SELECT conversationId, toolCallId, turnId, toolName, "
+            "content, stateUpdate, createdAt, NULL AS arguments FROM tool_results WHERE 0"
+        )
+        connection.execute(
+            "CREATE TRIGGER recorded_calls_insert INSTEAD OF INSERT ON recorded_calls BEGIN "
+            "INSERT INTO tool_results (conversationId, toolCallId, turnId, toolName, content, "
+            "stateUpdate, createdAt) VALUES (NEW.conversationId, NEW.toolCallId, NEW.turnId, "
+            "NEW.toolName, NEW.content, NEW.stateUpdate, NEW.createdAt); END"
+        )
+        connection.commit()
+
+    database = Database(url)
+    await database.create_schema()
+    await database.dispose()
+
+    with closing(sqlite3.connect(path)) as connection:
+        leftovers = connection.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger')"
+        ).fetchall()
+    assert leftovers == []

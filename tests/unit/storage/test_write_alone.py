@@ -1,0 +1,51 @@
+"""``Database.write_alone`` on SQLite: one write statement as a transaction of its own, sent
+without BEGIN (the step claim of every graph step). What a caller relies on: the count of
+changed rows, the change visible to every other connection at once, and a failed statement
+that changes nothing and leaves the connection fit for the next transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+import pytest
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from storage import Database
+from storage.models import Turn
+
+ROW = {
+    "conversationId": "c",
+    "messageId": "m",
+    "step": 1,
+    "taskId": "t",
+    "createdAt": "2026-01-01T00:00:00.000000Z",
+    "updatedAt": "2026-01-01T00:00:00.000000Z",
+}
+
+
+async def test_a_statement_written_alone_is_committed_with_its_count(database: Database) -> None:
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="a", **ROW))
+
+    moved = await database.write_alone(update(Turn).where(Turn.step == 1).values(step=2), {})
+    unmoved = await database.write_alone(update(Turn).where(Turn.step == 1).values(step=3), {})
+
+    assert (moved, unmoved) == (1, 0)
+    async with database.session(readonly=True) as session:
+        assert (await session.execute(select(Turn.step))).scalars().all() == [2]
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as other:
+        assert other.execute("SELECT step FROM turns").fetchall() == [(2,)]
+
+
+async def test_a_statement_written_alone_that_fails_changes_nothing(database: Database) -> None:
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="a", **ROW))
+    with pytest.raises(IntegrityError):
+        await database.write_alone(insert(Turn).values(turnId="a", **ROW), {})
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="b", **ROW))
+        found = (await session.execute(select(Turn.turnId).order_by(Turn.turnId))).scalars()
+        assert found.all() == ["a", "b"]
