@@ -47,6 +47,12 @@ _FENCE = re.compile(r"```(?:json)?")
 _NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 _FREE_CHOICES = (None, "auto", "required")
 
+TOOL_RESPONSE_STOP = "<tool_response>"
+"""Where a reply with tools ends. In Qwen2.5's format a tool's result comes back in the next
+(user) message as ``<tool_response>``; the model never writes one in its own turn, yet the 0.5B
+model went on after its call with an invented ``<tool_response>`` (measured). Stopping there
+keeps the call it wrote and drops the results it made up."""
+
 GRAMMAR_MAX_REPEAT = 500
 """The largest ``maxLength``/``minLength``/``maxItems``/``minItems`` a schema keeps on its way
 to llama-cpp-python's grammar. Its JSON-schema converter writes a string of at most n characters
@@ -197,6 +203,16 @@ def _bare_calls(text: str) -> list[dict[str, Any]] | None:
     return calls or None
 
 
+def _written_call(value: Any) -> bool:
+    """An object shaped as a call, runnable or not: a ``name`` string and ``arguments`` of any
+    kind (0.5B wrote ``"arguments": ["all"]``), and nothing else."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"name", "arguments"}
+        and isinstance(value["name"], str)
+    )
+
+
 def _mark_written_calls(text: str) -> str:
     """``text`` with every call-shaped object in it wrapped in ``<tool_call>`` tags.
 
@@ -210,7 +226,7 @@ def _mark_written_calls(text: str) -> str:
     search = 0
     while (found := text.find("{", search)) >= 0:
         decoded = _decode_at(text, found)
-        if decoded is None or _call_of(decoded[0]) is None:
+        if decoded is None or not _written_call(decoded[0]):
             search = found + 1
             continue
         _, start, end = decoded
@@ -323,8 +339,16 @@ def gguf_template_tools(
             response_format=response_format,
             **kwargs,
         )
+    stop = kwargs.pop("stop", None) or []
+    stop = [stop] if isinstance(stop, str) else list(stop)
     response: dict[str, Any] = handler(
-        llama=llama, messages=messages, tools=tools, tool_choice=None, stream=False, **kwargs
+        llama=llama,
+        messages=messages,
+        tools=tools,
+        tool_choice=None,
+        stream=False,
+        stop=[*stop, TOOL_RESPONSE_STOP],
+        **kwargs,
     )
     choice = response["choices"][0]
     content, calls = parse_tool_calls(choice["message"].get("content") or "")
