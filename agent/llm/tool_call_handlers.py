@@ -355,6 +355,8 @@ def gguf_template_tools(
     if calls:
         choice["message"] = {"role": "assistant", "content": content, "tool_calls": calls}
         choice["finish_reason"] = "tool_calls"
+    else:  # an answer as it is, or calls that were not run, marked as written ones
+        choice["message"]["content"] = content
     response.setdefault("created", int(time.time()))
     return _as_chunks(response) if stream else response
 
