@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = resolve_model_setting(args.model)
     meta = run_facts(model, args.requests, args.repeat, args.profile)
     if args.every > 1:
-        meta["subset"] = f"every {args.every}th request ({len(requests)})"
+        meta["subset"] = f"1 request in {args.every}, from the first ({len(requests)} requests)"
     if args.audit_model and "turnplan-audit" in [s.name for s in systems]:
         meta["audit model"] = args.audit_model
     args.out.mkdir(parents=True, exist_ok=True)
