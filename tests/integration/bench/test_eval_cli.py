@@ -288,10 +288,8 @@ def test_profile_and_every_pick_the_prompt_profile_and_a_fixed_subset(
         server.respond_with(lambda body: text("Done."))
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        code = main(
-            ["--model", "openai:scripted", "--requests", str(requests_file), "--out", str(out)]
-            + ["--profile", profile, "--every", "2"]
-        )
+        options = ["--profile", profile, "--every", "2", "--out", str(out)]
+        code = main(["--model", "openai:scripted", "--requests", str(requests_file), *options])
         offered = [
             {tool["function"]["name"] for tool in body.get("tools") or []}
             for body in server.requests
