@@ -37,7 +37,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -205,10 +205,11 @@ def _bare_calls(text: str) -> list[dict[str, Any]] | None:
 
 def _written_call(value: Any) -> bool:
     """An object shaped as a call, runnable or not: a ``name`` string and ``arguments`` of any
-    kind (0.5B wrote ``"arguments": ["all"]``), and nothing else."""
+    kind (0.5B wrote ``"arguments": ["all"]``), other keys or not (1.5B put a ``"status"`` in
+    front of its call)."""
     return (
         isinstance(value, dict)
-        and set(value) == {"name", "arguments"}
+        and {"name", "arguments"} <= set(value)
         and isinstance(value["name"], str)
     )
 
@@ -261,14 +262,35 @@ def _tagged_calls(text: str) -> list[dict[str, Any]]:
     return calls
 
 
-def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
+def _named_arguments(text: str, tool_names: Collection[str]) -> dict[str, Any] | None:
+    """The reply ``<tool name>`` on a line of its own and then one arguments object, and nothing
+    else (Qwen2.5-Coder 1.5B: ``create_todo\n{"items": [...]}``), as a call; None otherwise.
+    Only the name of a tool the request offers counts."""
+    name, newline, rest = _FENCE.sub("", text).strip().partition("\n")
+    if not newline or name.strip() not in tool_names or not rest.strip().startswith("{"):
+        return None
+    rest = rest.strip()
+    decoded = _decode_at(rest, 0)
+    if decoded is None or rest[decoded[2] :].strip() or not isinstance(decoded[0], dict):
+        return None
+    return {"name": name.strip(), "arguments": decoded[0]}
+
+
+def parse_tool_calls(
+    text: str, tool_names: Collection[str] = ()
+) -> tuple[str | None, list[dict[str, Any]]]:
     """(content left outside the calls or None, OpenAI tool calls) of a model's reply.
 
     Calls are read in the forms the packaged Qwen models were seen to write them, each
     unambiguous: ``<tool_call>`` blocks; or, the tags dropped, a run of call objects (bare,
-    braces doubled, or fenced) that ends the reply, after an optional sentence. Call objects
-    with prose after them are not run; they come back as text marked as written calls
-    (``_mark_written_calls``)."""
+    braces doubled, or fenced) that ends the reply, after an optional sentence; or the name of
+    one of ``tool_names`` (the request's tools) alone on the first line and its arguments object
+    as the rest. Call objects with prose after them are not run; they come back as text marked
+    as written calls (``_mark_written_calls``)."""
+    named = _named_arguments(text, tool_names)
+    if named is not None:
+        arguments = json.dumps(named["arguments"], ensure_ascii=False)
+        return None, [_openai_call(named["name"], arguments)]
     if _TOOL_CALL.search(text):
         calls = _tagged_calls(text)
         if not calls:
@@ -351,7 +373,8 @@ def gguf_template_tools(
         **kwargs,
     )
     choice = response["choices"][0]
-    content, calls = parse_tool_calls(choice["message"].get("content") or "")
+    names = [tool["function"]["name"] for tool in tools or [] if tool.get("function")]
+    content, calls = parse_tool_calls(choice["message"].get("content") or "", names)
     if calls:
         choice["message"] = {"role": "assistant", "content": content, "tool_calls": calls}
         choice["finish_reason"] = "tool_calls"

@@ -24,8 +24,10 @@ RECORDED = json.loads((Path(__file__).parent / "qwen_replies.json").read_text(en
 ADD_MILK = {"name": "add_task", "arguments": {"title": "buy milk"}}
 
 
-def _calls(text: str) -> tuple[str | None, list[tuple[str, object]]]:
-    content, calls = parse_tool_calls(text)
+def _calls(
+    text: str, tools: list[str] | None = None
+) -> tuple[str | None, list[tuple[str, object]]]:
+    content, calls = parse_tool_calls(text, tools or ())
     return content, [
         (call["function"]["name"], json.loads(call["function"]["arguments"])) for call in calls
     ]
@@ -101,7 +103,7 @@ def _recorded(written: bool) -> list[Any]:
 
 @pytest.mark.parametrize("recorded", _recorded(written=False))
 def test_a_recorded_reply_becomes_the_calls_it_holds(recorded: dict[str, Any]) -> None:
-    content, calls = _calls(recorded["reply"])
+    content, calls = _calls(recorded["reply"], recorded.get("tools"))
 
     assert [list(call) for call in calls] == recorded["calls"]
     assert content == recorded["content"]
@@ -113,7 +115,7 @@ def test_a_recorded_call_with_prose_after_it_is_not_run_and_reads_as_a_written_c
 ) -> None:
     """Calls mixed with results the model made up: which of them it meant is a guess, so none
     runs, and the text is no answer either (the graph asks the model again once)."""
-    content, calls = parse_tool_calls(recorded["reply"])
+    content, calls = parse_tool_calls(recorded["reply"], recorded.get("tools") or ())
 
     assert calls == []
     assert content is not None and "<tool_call>" in content
@@ -146,6 +148,28 @@ def test_arguments_with_more_than_one_reading_are_not_run(reply: str) -> None:
 
     assert calls == []
     assert is_written_tool_call(AIMessage(content=content or ""))
+
+
+@pytest.mark.parametrize(
+    ("reply", "tools"),
+    [
+        ('create_todo\n{"items": [{"title": "a"}]}', ["add_task"]),  # not a tool it was offered
+        ('create_todo\n{"items": [{"title": "a"}]}\nDone.', ["create_todo"]),  # prose after
+        ('Use create_todo\n{"items": [{"title": "a"}]}', ["create_todo"]),  # not the name alone
+    ],
+    ids=["tool-not-offered", "prose-after", "sentence-before"],
+)
+def test_a_name_then_arguments_is_a_call_only_when_it_is_the_whole_reply(
+    reply: str, tools: list[str]
+) -> None:
+    assert parse_tool_calls(reply, tools)[1] == []
+
+
+def test_a_tool_name_then_its_arguments_is_a_call() -> None:
+    assert _calls('create_todo\n{"items": [{"title": "a"}]}', ["create_todo"]) == (
+        None,
+        [("create_todo", {"items": [{"title": "a"}]})],
+    )
 
 
 # The chat template: the tools are shown as Qwen2.5 was trained to see them.
@@ -315,6 +339,17 @@ def test_a_plain_answer_stays_a_plain_answer() -> None:
 
     assert response["choices"][0]["message"]["content"] == "You have one open task."
     assert response["choices"][0]["finish_reason"] == "stop"
+
+
+def test_the_handler_knows_its_tools_names_when_a_call_is_the_name_then_the_arguments() -> None:
+    pytest.importorskip("llama_cpp")
+    from agent.llm.tool_call_handlers import gguf_template_tools
+
+    reply = 'add_task\n{"title": "buy milk"}'
+    response = gguf_template_tools(llama=ScriptedLlama(reply), messages=HISTORY, tools=TOOLS)
+
+    [call] = response["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "add_task", "arguments": '{"title": "buy milk"}'}
 
 
 def test_a_call_the_server_does_not_run_reaches_the_client_as_a_written_call() -> None:
