@@ -14,10 +14,15 @@ the tools in the system message, shows results as ``<tool_response>``, and the m
 
 What each request gets:
 
-- tools with ``tool_choice`` absent, ``"auto"`` or ``"required"``: the template with the tools;
-  the text is generated freely and each ``<tool_call>`` block becomes a tool call (a block whose
-  JSON does not parse becomes a call with the raw text as its arguments, which the client reports
-  as an invalid tool call instead of losing it);
+- tools with ``tool_choice`` absent, ``"auto"`` or ``"required"``: the template with the tools
+  (the call format shown as Qwen2.5 was trained on it, ``trained_template``); the text is
+  generated freely, up to a ``<tool_response>`` the model would invent, and the calls it holds
+  in the forms the packaged models were seen to write (``parse_tool_calls``; the replies are
+  recorded in ``tests/unit/model/qwen_replies.json``) become tool calls. A tagged block whose
+  JSON does not parse becomes a call with the raw text as its arguments, which the client
+  reports as an invalid tool call instead of losing it; call objects the server does not run
+  (prose after them) come back as text with their ``<tool_call>`` tags put back, which the
+  graph reads as a tool call written as text;
 - a named ``tool_choice`` or a ``response_format``: llama-cpp-python's template handler as is,
   which constrains the output with a grammar built from the schema;
 - no tools: the template handler as is.
