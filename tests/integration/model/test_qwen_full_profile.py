@@ -75,7 +75,9 @@ async def test_a_full_profile_turn_adds_the_task_through_a_real_tool_call(
         output = await graph.ainvoke(
             InputState(messages=[HumanMessage(content="Add 'buy milk' to my tasks.")]),
             config={"configurable": {"thread_id": "qwen"}},
-            context=Context(prompt_profile="full"),
+            # A busy 2-core machine reads the full prompt (about 1,200 tokens) in over a minute;
+            # this test is about the calls, so the client waits instead of timing out.
+            context=Context(prompt_profile="full", request_timeout=600),
         )
         async with database.session(readonly=True) as session:
             tasks = await TaskRepository(session, Context().user_id).find()
