@@ -93,7 +93,9 @@ async def test_a_full_profile_turn_adds_the_task_through_a_real_tool_call(
     ]
     answer = output["messages"][-1]
     assert "add_task" in called, output["messages"]
-    assert [title.lower() for title in titles] == ["buy milk"]
+    # The call was made and run; its wording is the model's (the 0.5B wrote "buy milk again"
+    # once, 2026-11-28): one task, about milk.
+    assert len(titles) == 1 and "milk" in titles[0].lower(), titles
     assert output["turnStatus"] == "answered"
     assert isinstance(answer, AIMessage) and not answer.tool_calls
     assert "<tool_call>" not in str(answer.content) and '"arguments"' not in str(answer.content)
