@@ -94,9 +94,9 @@ async def test_a_full_profile_turn_adds_the_task_through_a_real_tool_call(
         for call in message.tool_calls
     ]
     assert "add_task" in called, output["messages"]
-    # The call was made and run: one task, about milk. Its wording, and how the turn goes on
-    # from there, are the model's: sampled, the 0.5B once wrote "buy milk again"; greedy, it
-    # adds "buy milk" and then repeats itself until the turn ends `stalled` (2026-11-28), where
-    # the 1.5B answers.
-    assert len(titles) == 1 and "milk" in titles[0].lower(), titles
+    # The call was made and run: tasks about milk, nothing else. Their wording, their number and
+    # how the turn goes on are the model's: sampled, the 0.5B once wrote "buy milk again";
+    # greedy, it added "buy milk" once, another time four times, and its turn ended `stalled`
+    # (2026-11-28), where the 1.5B adds one and answers.
+    assert titles and all("milk" in title.lower() for title in titles), titles
     assert output["turnStatus"] in ("answered", "stalled")
