@@ -3,6 +3,7 @@
     python -m bench.eval [--model MODEL] [--systems ...] [--repeat K] [--limit N] [--out DIR]
                          [--requests FILE ...] [--part PART] [--class CLASS ...]
                          [--timeout SECONDS] [--audit-model MODEL]
+                         [--profile auto|full|compact] [--every N]
 
 Without options: every request of ``bench.eval.requests.DEFAULT_CORPUS`` (the README-like suite,
 issue 40's tuning corpus and its untuned part) on ``turnplan-auto`` with the default model
@@ -55,11 +56,14 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def run_facts(model: str, requests_files: Sequence[Path], repeat: int) -> dict[str, str]:
+def run_facts(
+    model: str, requests_files: Sequence[Path], repeat: int, profile: str = "auto"
+) -> dict[str, str]:
     """What the results were measured on, for the head of ``results.md``."""
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "model": model,
+        "prompt profile": profile,
         "requests": ", ".join(str(path) for path in requests_files),
         "repeats": str(repeat),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
@@ -239,11 +243,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--class", dest="classes", nargs="+", metavar="CLASS", help="only these classes"
     )
     parser.add_argument(
+        "--profile",
+        choices=("auto", "full", "compact"),
+        default="auto",
+        help="turnplan's Context.prompt_profile (auto: compact for the embedded models, as a "
+        "deployment gets it)",
+    )
+    parser.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="a fixed subset: the 1st, (N+1)th, (2N+1)th ... request after --part/--class "
+        "(before --limit), the same for every model and profile",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run is failed"
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1 or (args.limit is not None and args.limit < 1):
-        parser.error("--repeat and --limit must be at least 1")
+    if args.repeat < 1 or args.every < 1 or (args.limit is not None and args.limit < 1):
+        parser.error("--repeat, --every and --limit must be at least 1")
     try:
         requests = load_corpus(args.requests)
     except RequestFileError as error:
@@ -254,12 +273,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         requests = [r for r in requests if r.group in args.classes]
     if not requests:
         parser.error("no request matches --part/--class")
+    requests = requests[:: args.every]
     requests = requests[: args.limit] if args.limit else requests
     systems = [
-        s for s in all_systems(args.audit_model) if s.name in (args.systems or DEFAULT_SYSTEMS)
+        s
+        for s in all_systems(args.audit_model, args.profile)
+        if s.name in (args.systems or DEFAULT_SYSTEMS)
     ]
     model = resolve_model_setting(args.model)
-    meta = run_facts(model, args.requests, args.repeat)
+    meta = run_facts(model, args.requests, args.repeat, args.profile)
+    if args.every > 1:
+        meta["subset"] = f"1 request in {args.every}, from the first ({len(requests)} requests)"
     if args.audit_model and "turnplan-audit" in [s.name for s in systems]:
         meta["audit model"] = args.audit_model
     args.out.mkdir(parents=True, exist_ok=True)

@@ -208,6 +208,8 @@ class TurnplanEval:
     planning: str
     audit: bool = False
     audit_model: str | None = None
+    profile: str = "auto"
+    """``Context.prompt_profile`` (``--profile``): auto is what a deployment gets."""
 
     @property
     def name(self) -> str:
@@ -235,6 +237,7 @@ class TurnplanEval:
                 conversation_id=CONVERSATION,
                 user_id=USER,
                 audit_model=(self.audit_model or model) if self.audit else None,
+                prompt_profile=self.profile,  # type: ignore[arg-type]
             )
             config = _config(usage)
             before = None
@@ -378,15 +381,15 @@ class TodoListEval:
         )
 
 
-def all_systems(audit_model: str | None = None) -> list[EvalSystem]:
+def all_systems(audit_model: str | None = None, profile: str = "auto") -> list[EvalSystem]:
     """Every system, in the report's order; ``turnplan-audit``'s auditor is ``audit_model``,
-    else the run's model."""
+    else the run's model; turnplan's systems use the prompt profile ``profile``."""
     return [
-        TurnplanEval("auto"),
-        TurnplanEval("always"),
-        TurnplanEval("off"),
+        TurnplanEval("auto", profile=profile),
+        TurnplanEval("always", profile=profile),
+        TurnplanEval("off", profile=profile),
         TodoListEval(),
-        TurnplanEval("auto", audit=True, audit_model=audit_model),
+        TurnplanEval("auto", audit=True, audit_model=audit_model, profile=profile),
     ]
 
 

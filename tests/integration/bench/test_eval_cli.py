@@ -273,3 +273,36 @@ async def test_turnplan_audit_audits_the_planned_answer_with_its_audit_model(
     assert audit.startswith("auditor: ") and models == {"scripted"}
     assert request.text in audit and "add the two tasks" in audit
     assert usage.calls == 8  # the 7 of turnplan-auto, and the audit's
+
+
+@pytest.mark.parametrize("profile", ["full", "compact"])
+def test_profile_and_every_pick_the_prompt_profile_and_a_fixed_subset(
+    profile: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--every 2`` runs the 1st and 3rd requests for any model; ``--profile`` is the prompt
+    profile each turnplan run is given (compact: a short prompt and only the step's tools)."""
+    requests_file = tmp_path / "requests.json"
+    requests_file.write_text(json.dumps(REQUESTS), encoding="utf-8")
+    out = tmp_path / "out"
+    with ScriptedOpenAIServer() as server:
+        server.respond_with(lambda body: text("Done."))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        options = ["--profile", profile, "--every", "2", "--out", str(out)]
+        code = main(["--model", "openai:scripted", "--requests", str(requests_file), *options])
+        offered = [
+            {tool["function"]["name"] for tool in body.get("tools") or []}
+            for body in server.requests
+        ]
+
+    assert code == 0
+    runs = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [run["request"] for run in runs] == ["add-one", "conversation-add"]
+    report = (out / "results.md").read_text(encoding="utf-8")
+    assert f"- prompt profile: {profile}" in report
+    assert "- subset: 1 request in 2, from the first (2 requests)" in report
+    every_tool = {"add_task", "list_tasks", "complete_task", "create_todo", "ask_user"}
+    if profile == "full":
+        assert offered and every_tool <= offered[0]  # the model saw every tool at once
+    else:
+        assert all(not every_tool <= tools for tools in offered)  # never all of them
