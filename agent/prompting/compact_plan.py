@@ -2,7 +2,7 @@
 
 A small model is not asked to write a plan (``agent.prompting.request_steps`` says why): the
 request's steps get their tools from the verbs each tool declares
-(``agent.tool_names.REQUEST_VERBS_METADATA``), the model chooses only for steps no verb decides
+(``agent.prompting.compact_verbs``), the model chooses only for steps no verb decides
 and tools that declare none, and each step given a tool becomes one ``create_todo`` item whose
 title is the user's words and whose ``context`` records the planned action
 (``PlannedAction``), so the act step knows its tool and its target from the database row.
@@ -19,6 +19,12 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from agent.prompting.compact_lookup import content_stems
+from agent.prompting.compact_verbs import (
+    COMPACT_METADATA,
+    CompactTool,
+    named_entry,
+    tool_entry,
+)
 from agent.prompting.request_steps import (
     MAX_PHRASE,
     QUOTED,
@@ -30,14 +36,7 @@ from agent.prompting.request_steps import (
     retraction,
     verb_at_start,
 )
-from agent.tool_names import (
-    AGENT_TYPE_METADATA,
-    CONTINUE_OPEN_TODOS,
-    DELEGATED_TOOLS_METADATA,
-    LOOKUP_TOOL_METADATA,
-    REQUEST_SUBJECT_METADATA,
-    REQUEST_VERBS_METADATA,
-)
+from agent.tool_names import CONTINUE_OPEN_TODOS, WORKER_TOOLS_METADATA
 from storage.models import TurnTodo
 
 PLAN_TOOL = "plan_steps"
@@ -85,26 +84,29 @@ def planned_action(row: TurnTodo) -> PlannedAction | None:
 
 def agent_type(tool: BaseTool) -> str | None:
     """The worker a plan tool stands in for (``planning_tools``), or None for a bound tool."""
-    value = (tool.metadata or {}).get(AGENT_TYPE_METADATA)
-    return value if isinstance(value, str) else None
+    return tool_entry(tool).agent_type
 
 
 def planning_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
     """The tools a plan may give a step: the bound ones, with ``delegate`` replaced by a
-    stand-in for each worker tool it names (``DELEGATED_TOOLS_METADATA``) that no bound tool
-    of the same name does already. A stand-in carries the worker tool's verbs and description,
-    so "add 'x' to my tasks" goes to the ``tasks`` worker by its verb like to a bound
-    ``add_task``; it is never called (the row gets the ``agentType``, and ``delegate`` runs it)."""
+    stand-in for each worker tool it names (``WORKER_TOOLS_METADATA``) that has request verbs
+    and that no bound tool of the same name does already. A stand-in carries the worker tool's
+    verbs and description, so "add 'x' to my tasks" goes to the ``tasks`` worker by its verb
+    like to a bound ``add_task``; it is never called (the row gets the ``agentType``, and
+    ``delegate`` runs it)."""
     bound = {tool.name for tool in tools}
     planned: list[BaseTool] = []
     for tool in tools:
-        delegated = (tool.metadata or {}).get(DELEGATED_TOOLS_METADATA)
-        if not isinstance(delegated, dict) or not delegated:
-            planned.append(tool)  # no worker declares verbs: the model may still choose it
+        held = (tool.metadata or {}).get(WORKER_TOOLS_METADATA)
+        stand_ins = [
+            _stand_in(name, about)
+            for name, about in (held.items() if isinstance(held, dict) else ())
+            if named_entry(name, about.get("metadata")).verbs
+        ]
+        if not stand_ins:
+            planned.append(tool)  # no worker tool has verbs: the model may still choose it
             continue
-        for name, about in delegated.items():
-            if name not in bound:
-                planned.append(_stand_in(name, about))
+        planned.extend(stand_in for stand_in in stand_ins if stand_in.name not in bound)
     return planned
 
 
@@ -112,27 +114,25 @@ def _stand_in(name: str, about: Mapping[str, Any]) -> BaseTool:
     def not_called() -> str:
         raise RuntimeError(f"{name} is done by the {about['agentType']!r} worker, via delegate")
 
+    entry = named_entry(name, about.get("metadata"))
     return StructuredTool.from_function(
         not_called,
         name=name,
         description=str(about.get("description") or name),
         metadata={
-            REQUEST_VERBS_METADATA: tuple(about.get("verbs", ())),
-            REQUEST_SUBJECT_METADATA: about.get("subject"),
-            AGENT_TYPE_METADATA: about["agentType"],
+            COMPACT_METADATA: CompactTool(entry.verbs, entry.subject, agent_type=about["agentType"])
         },
     )
 
 
 def _verbs(tool: BaseTool) -> tuple[str, ...]:
-    verbs = (tool.metadata or {}).get(REQUEST_VERBS_METADATA, ())
-    return tuple(verb for verb in verbs if isinstance(verb, str))
+    return tool_entry(tool).verbs
 
 
 def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, str]:
     """The steps whose tool is known without the model: a heading is no action; a step whose
     words start with one tool's verb is that tool's (a verb that needs its subject only in a
-    step about it: ``REQUEST_SUBJECT_METADATA``); a step without a verb takes the tool of the
+    step about it: ``CompactTool.subject``); a step without a verb takes the tool of the
     words it follows ("add milk and eggs": eggs are added too). A negated step ("don't add
     anything") or a correction ("never mind the plants", "no, don't") is no action, and takes
     back the earlier steps it names (``_take_back``)."""
@@ -216,14 +216,14 @@ def _named_by_longest_verb(
 def _verb_for(words: str, tool: BaseTool, quoted: bool, clause: str = "") -> str | None:
     """The verb of ``tool`` that ``words`` start with, counting a verb that needs the tool's
     subject only when the rest of the words are about it (or the step quotes a title)."""
-    verbs = _verbs(tool)
-    subject = (tool.metadata or {}).get(REQUEST_SUBJECT_METADATA)
-    if quoted or not isinstance(subject, Mapping):
+    entry = tool_entry(tool)
+    verbs, subject = entry.verbs, entry.subject
+    if quoted or subject is None:
         return verb_at_start(words, verbs)
-    needing = set(subject.get("verbs", ()))
+    needing = subject.verbs
     found = [verb_at_start(words, [verb for verb in verbs if verb not in needing])]
     weak = verb_at_start(words, [verb for verb in verbs if verb in needing])
-    pattern = str(subject.get("pattern") or "")
+    pattern = subject.pattern
     about = f"{_after(words, weak)} {_after(clause, weak)}" if weak is not None else ""
     if weak is not None and pattern and re.search(pattern, about, re.IGNORECASE):
         found.append(weak)
@@ -416,7 +416,7 @@ def named_tasks(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> list
     the targets of its last run of steps that add or act on one task, quoted or said."""
     decided = steps_by_verb(steps, tools)
     acting = {tool.name for tool in tools if tool.name.startswith("add")}
-    acting |= {tool.name for tool in tools if (tool.metadata or {}).get(LOOKUP_TOOL_METADATA)}
+    acting |= {tool.name for tool in tools if tool_entry(tool).lookup}
     named: list[str] = []
     last = None
     for item in plan_items(steps, decided, tools):

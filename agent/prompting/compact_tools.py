@@ -88,6 +88,7 @@ from agent.prompting.compact_plan import (
     steps_by_verb,
     whole_request_items,
 )
+from agent.prompting.compact_verbs import CONTINUE_VERBS, tool_entry
 from agent.prompting.request_steps import (
     QUOTED,
     RequestStep,
@@ -97,13 +98,7 @@ from agent.prompting.request_steps import (
     retraction,
     verb_at_start,
 )
-from agent.tool_names import (
-    ASK_USER,
-    CONTINUE_OPEN_TODOS,
-    CONTINUE_VERBS,
-    LOOKUP_TOOL_METADATA,
-    TODO_TOOL_NAMES,
-)
+from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, TODO_TOOL_NAMES
 from agent.turn.outcome import not_done_answer, plan_finished_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -630,7 +625,7 @@ def _unconfirmed(
     by anyone but this request's plan): stored text is never an order. None when the action
     may go on: it can be taken back (adding, listing), it comes from this request, or the user
     said yes; a "no" (or no way to ask) closes the item, nothing changed."""
-    if not (tool.metadata or {}).get(LOOKUP_TOOL_METADATA):
+    if not tool_entry(tool).lookup:
         return None  # it acts on no existing task: what it does can be taken back
     requests = [m.text for m in history if isinstance(m, HumanMessage) and not m.name]
     if _from_request(planned, [request, *requests[-2:-1]]):

@@ -12,10 +12,10 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from agent.prompting.compact_lookup import matching_task
 from agent.prompting.compact_plan import PlannedAction
 from agent.prompting.compact_tools import step_binding
+from agent.prompting.compact_verbs import TASK_VERBS
 from agent.prompting.request_steps import RequestStep, core_phrase, verb_at_start
 from agent.tools.conversation_tasks import build_conversation_task_tools
 from agent.tools.personal_tasks import build_task_tools
-from agent.tools.request_verbs import TASK_VERBS
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from storage.models import TurnTodo
