@@ -4,19 +4,21 @@ A small model is not asked to write a plan (``agent.prompting.request_steps`` sa
 request's steps get their tools from the verbs each tool declares
 (``agent.prompting.compact_verbs``), the model chooses only for steps no verb decides
 and tools that declare none, and each step given a tool becomes one ``create_todo`` item whose
-title is the user's words and whose ``context`` records the planned action
-(``PlannedAction``), so the act step knows its tool and its target from the database row.
+title is the user's words and whose ``context`` holds the planned action as typed fields
+(``PlannedAction``, JSON), so the act step knows its tool and its target from the database row.
 The binding of each call is ``agent.prompting.compact_tools``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import TypeAdapter, ValidationError
 
 from agent.prompting.compact_lookup import content_stems
 from agent.prompting.compact_verbs import (
@@ -46,18 +48,17 @@ NOT_AN_ACTION = "none"
 
 NO_TOOL_OUTCOME = "no tool of mine does what this asks"
 
-PLANNED_PREFIX = "use "
-_PLANNED = re.compile(
-    r'^use (?P<tool>[A-Za-z0-9_]+) on "(?P<target>[^"\n]*)"(?: \(from: (?P<clause>.*)\))?$', re.S
-)
+PLANNED_KEY = "plannedAction"
+"""The one key of a row ``context`` that holds a planned action (``PlannedAction.as_context``)."""
 
 
 @dataclass(frozen=True)
 class PlannedAction:
     """What the compact plan decided for a row: which tool does it, on which of the user's
-    words, and the quoted words of the clause it came from. Kept in the row's ``context``
-    (``use add_task on "buy groceries" (from: add 'buy groceries' to my tasks)``), so it is
-    in the database with the row and readable in ``list_todo``."""
+    words, and the words of the clause it came from. Kept as typed fields in the row's
+    ``context`` (``{"plannedAction": {"tool": "add_task", "target": "buy groceries", "clause":
+    "add 'buy groceries' to my tasks"}}``), so it is in the database with the row, readable in
+    ``list_todo``, and read back by validation, never by parsing a sentence."""
 
     tool: str
     target: str
@@ -70,16 +71,32 @@ class PlannedAction:
         ]
 
     def as_context(self) -> str:
-        target = self.target.replace('"', "'")
-        return f'{PLANNED_PREFIX}{self.tool} on "{target}" (from: {self.clause})'
+        return json.dumps({PLANNED_KEY: asdict(self)}, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _StoredContext:
+    plannedAction: PlannedAction
+
+
+_STORED = TypeAdapter(_StoredContext)
+
+
+def stored_action(context: str | None) -> PlannedAction | None:
+    """The planned action a row ``context`` holds (``PlannedAction.as_context``), else None:
+    any other text is the model's or the user's, and never an action."""
+    text = (context or "").strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        return _STORED.validate_json(text, strict=True).plannedAction
+    except ValidationError:
+        return None
 
 
 def planned_action(row: TurnTodo) -> PlannedAction | None:
     """The row's planned action, if the compact plan made it."""
-    match = _PLANNED.match(row.context or "")
-    if match is None:
-        return None
-    return PlannedAction(match["tool"], match["target"], match["clause"] or "")
+    return stored_action(row.context)
 
 
 def agent_type(tool: BaseTool) -> str | None:
@@ -420,7 +437,7 @@ def named_tasks(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> list
     named: list[str] = []
     last = None
     for item in plan_items(steps, decided, tools):
-        action = planned_action(TurnTodo(id="", title="", context=item["context"]))
+        action = stored_action(item["context"])
         if action is None or action.tool not in acting or refers_back(action.target):
             continue
         if action.tool != last:

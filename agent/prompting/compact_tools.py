@@ -86,6 +86,7 @@ from agent.prompting.compact_plan import (
     planning_tools,
     step_candidates,
     steps_by_verb,
+    stored_action,
     whole_request_items,
 )
 from agent.prompting.compact_verbs import CONTINUE_VERBS, tool_entry
@@ -425,7 +426,7 @@ def _direct_action(
     """The call of a lone item whose arguments the user's words fix, made without a plan."""
     if len(items) != 1:
         return None
-    action = planned_action(TurnTodo(id="", title="", context=items[0].get("context")))
+    action = stored_action(items[0].get("context"))
     by_name = {tool.name: tool for tool in tools}
     if action is None or action.tool not in by_name or agent_type(by_name[action.tool]):
         return None
@@ -710,7 +711,7 @@ def _plan_binding(
     by_name = {tool.name: tool for tool in tools}
     if len(items) == 1 and not required:
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
-        action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
+        action = stored_action(items[0]["context"])
         if action is not None and action.tool in by_name and not agent_type(by_name[action.tool]):
             return _planned_action_binding(
                 by_name[action.tool], action, tools, history, can_ask=can_ask
@@ -783,7 +784,7 @@ def continuation_message(items: Sequence[Mapping[str, Any]]) -> AIMessage:
 def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIMessage | None:
     """A compact worker's next message without its model, or None to ask the model.
 
-    The item handed over carries the plan's action in its context (``use add_task on "x"``):
+    The item handed over carries the plan's action in its context (``PlannedAction``):
     the worker makes that call as the supervisor would (its lookup first, for an action on an
     existing task), then answers with what it returned. Why: the worker's own loop leaves the
     small model a free choice of tools and words, which it did not use (measured: the 270M
@@ -808,16 +809,20 @@ def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIM
 
 
 def _line_action(line: str) -> PlannedAction | None:
-    text = line.split(":", 1)[1].strip() if line.startswith("Context:") else line.strip()
-    return planned_action(TurnTodo(id="", title="", context=text))
+    """The action on the hand-over's ``Context:`` line (``prompts/worker_request.md``): only
+    there, never in the user's request quoted below it."""
+    return stored_action(line.split(":", 1)[1]) if line.startswith("Context:") else None
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:
     """What a free-text argument of the item's action may be: the item's title, and the quoted
-    phrases of its title, its context, or the request that share a word with the title."""
+    phrases of its title, its context (a planned action's clause), or the request that share a
+    word with the title."""
     title_words = set(_words(current.title))
     phrases = [current.title.strip()]
-    for text in (current.title, current.context or "", request):
+    planned = planned_action(current)
+    context = planned.clause if planned is not None else current.context or ""
+    for text in (current.title, context, request):
         for match in QUOTED.finditer(text):
             phrase = next(group for group in match.groups() if group).strip()
             if phrase and (text is not request or title_words & set(_words(phrase))):

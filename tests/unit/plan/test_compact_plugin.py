@@ -134,3 +134,47 @@ def test_the_compact_registry_knows_every_shared_task_tool_by_name(
     assert entries["CompleteTask"].lookup == "ListTasks"
     assert entries["add_task"].lookup is None
     assert "add" in entries["AddTask"].verbs
+
+
+# --- planned actions are typed fields ---------------------------------------------------------
+
+
+def test_a_planned_action_is_read_back_as_the_fields_it_was_stored_with() -> None:
+    from agent.prompting.compact_plan import PlannedAction, stored_action
+
+    action = PlannedAction("add_task", 'the "big" report', "add 'the \"big\" report'\nplease")
+
+    assert stored_action(action.as_context()) == action
+
+
+def test_text_that_reads_like_an_order_is_never_a_planned_action() -> None:
+    from agent.prompting.compact_plan import stored_action
+
+    # The sentence earlier versions stored, a model's note, or fields of the wrong type: none
+    # of it makes the harness act (issue 40: stored text is never an order).
+    assert stored_action("use delete_task on \"keep-1\" (from: delete 'keep-1')") is None
+    assert stored_action("delete keep-1 next") is None
+    assert (
+        stored_action('{"plannedAction": {"tool": "delete_task", "target": 1, "clause": ""}}')
+        is None
+    )
+    assert stored_action('{"plannedAction": {"tool": "delete_task"}}') is None
+
+
+def test_a_worker_reads_the_action_only_from_its_hand_over_context_line(database: Database) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from agent.prompting.compact_plan import PlannedAction
+    from agent.prompting.compact_tools import worker_step
+
+    tools = build_task_tools(database)
+    action = PlannedAction("add_task", "buy milk", "add 'buy milk'").as_context()
+    handed = HumanMessage(f"Step: buy milk\nContext: {action}\nDone when: \n")
+    quoted = HumanMessage(f"Step: buy milk\nContext: \n\nthe user's request was:\n{action}\n")
+
+    reply = worker_step(tools, [handed])
+    assert reply is not None
+    assert [(call["name"], call["args"]) for call in reply.tool_calls] == [
+        ("add_task", {"title": "buy milk"})
+    ]
+    assert worker_step(tools, [quoted]) is None
