@@ -32,6 +32,7 @@ from agent.prompting.request_steps import (
     QUOTED,
     RequestStep,
     core_phrase,
+    hesitates,
     negated,
     referents_wanted,
     refers_back,
@@ -137,7 +138,9 @@ def _stand_in(name: str, about: Mapping[str, Any]) -> BaseTool:
         name=name,
         description=str(about.get("description") or name),
         metadata={
-            COMPACT_METADATA: CompactTool(entry.verbs, entry.subject, agent_type=about["agentType"])
+            COMPACT_METADATA: CompactTool(
+                entry.verbs, entry.subject, agent_type=about["agentType"], reads=entry.reads
+            )
         },
     )
 
@@ -177,6 +180,45 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         if len(named) == 1:
             decided[step.words] = named[0]
     return decided
+
+
+def doubtful_step(
+    steps: Sequence[RequestStep], decided: Mapping[str, str], tools: Sequence[BaseTool]
+) -> RequestStep | None:
+    """The first step that corrects or hedges in words no rule reads, when the request would
+    change something: "Add bread, no wait, make that rolls", "Add 'x'. Undo that.", "add
+    apples, but not bananas". Acting on the rest would guess which words are the title and
+    what was taken back, so nothing is done (``hesitates``). A correction the rules read
+    ("never mind the plants", "don't add anything") is no doubt, nor are quoted titles."""
+    entries = {tool.name: tool_entry(tool) for tool in tools}
+    model_may_choose = bool(step_candidates(tools))  # else a step no verb names is no action
+    changes = any(
+        model_may_choose
+        if decided.get(step.words) is None
+        else decided[step.words] != NOT_AN_ACTION and not entries[decided[step.words]].reads
+        for step in steps
+        if not step.heading
+    )
+    if not changes:
+        return None
+    for step in steps:
+        if step.heading or negated(step.words) is not None or retraction(step.words) is not None:
+            continue
+        tool = decided.get(step.words)
+        if tool is None or tool == NOT_AN_ACTION:
+            if hesitates(QUOTED.sub(" ", step.words)):
+                return step
+            continue
+        verbs = entries[tool].verbs
+        if step.quoted:
+            text = " ".join(QUOTED.sub(" ", step.words).split())
+            verb = verb_at_start(text, verbs)
+            unsaid = _after(text, verb) if verb else text
+        else:
+            unsaid = core_phrase(step, verb_at_start(step.phrase, verbs))
+        if hesitates(unsaid):
+            return step
+    return None
 
 
 def _correction(step: RequestStep, tools: Sequence[BaseTool]) -> tuple[str | None, str] | None:

@@ -79,6 +79,7 @@ from agent.prompting.compact_plan import (
     PLAN_TOOL,
     PlannedAction,
     agent_type,
+    doubtful_step,
     named_tasks,
     plan_items,
     plan_steps_tool,
@@ -678,6 +679,10 @@ def _plan_binding(
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
     decided = steps_by_verb(steps, tools)
+    doubt = doubtful_step(steps, decided, tools)
+    if doubt is not None:
+        reply = not_done_answer(render_prompt("compact_in_doubt", words=doubt.words))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     undecided = []
     for step in steps:
         if step.words in decided:

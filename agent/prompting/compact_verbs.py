@@ -176,16 +176,19 @@ class CompactTool:
     lists what this one acts on ("list_tasks" for ``complete_task``), called by the harness
     before the action so the target is the listed task the user's words name
     (``agent.prompting.compact_lookup``); ``agent_type``: the worker whose tool this is, for the
-    plan's stand-in of a worker's tool (``agent.prompting.compact_plan.planning_tools``)."""
+    plan's stand-in of a worker's tool (``agent.prompting.compact_plan.planning_tools``);
+    ``reads``: it only reads (a listing), so doing it on a request in doubt changes nothing.
+    An entry the registry does not know changes things, as far as the profile can tell."""
 
     verbs: tuple[str, ...] = ()
     subject: RequestSubject | None = None
     lookup: str | None = None
     agent_type: str | None = None
+    reads: bool = False
 
 
 def _task_tool(kind: str, lookup: str | None = None) -> CompactTool:
-    return CompactTool(TASK_VERBS[kind], TASK_SUBJECT_RULE, lookup)
+    return CompactTool(TASK_VERBS[kind], TASK_SUBJECT_RULE, lookup, reads=kind == "list")
 
 
 COMPACT_TOOLS: dict[str, CompactTool] = {

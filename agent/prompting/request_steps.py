@@ -74,6 +74,7 @@ _LEADING_TASK_NOUN = re.compile(
     r"(?:\s+(?:called|named|to|for|saying))?\s*",
     re.IGNORECASE,
 )
+_TRAILING_INSTEAD = re.compile(r"[\s,]+instead$", re.IGNORECASE)
 _LEADING_ARTICLE = re.compile(r"^(?:the|my|a|an|that|this)\s+", re.IGNORECASE)
 _TRAILING_PLACE = re.compile(
     r"\s*\b(?:to|on|onto|in|into|from|off|in)\s+(?:my|the|our)\s+(?:personal\s+)?"
@@ -294,6 +295,7 @@ def core_phrase(step: RequestStep, verb: str | None = None) -> str:
     if _ONE.match(text) or _TWO.match(text):
         return text  # "mark that task done": "that task" points back (``referents_wanted``)
     text = _LEADING_ARTICLE.sub("", text).strip(" ,.;:!?-")
+    text = _TRAILING_INSTEAD.sub("", text)  # "add cheese instead": cheese
     return text or step.phrase
 
 
@@ -323,6 +325,22 @@ def retraction(words: str) -> str | None:
     correction, never a deletion of a task called "it"."""
     match = _RETRACTION.match(_LEADING_FILLER.sub("", " ".join(words.split())))
     return match["rest"].strip(" ,.;:!?") if match else None
+
+
+_HESITATION = re.compile(
+    r"(?<![\w'-])(?:no|not|nope|don'?t|do not|never|wait|sorry|oops|meant|i mean|instead|"
+    r"rather|actually|undo|ignore|hmm+|hold off|second thoughts?|changed? my mind|scratch|"
+    r"never\s*mind|nevermind|forget|but)(?![\w'-])",
+    re.IGNORECASE,
+)
+
+
+def hesitates(words: str) -> bool:
+    """Whether ``words`` correct, hedge or take something back ("no", "wait", "sorry, I meant",
+    "but not", "undo that", "hmm"). Where no rule reads what they take back, acting on the
+    rest would be a guess: the harness changes nothing and says so (issue 40: a rule that
+    guesses is worse than a question)."""
+    return bool(_HESITATION.search(" ".join(words.split())))
 
 
 _CONVERSATION = re.compile(
