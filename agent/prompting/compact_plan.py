@@ -33,6 +33,7 @@ from agent.prompting.request_steps import (
     RequestStep,
     core_phrase,
     hesitates,
+    is_remark,
     negated,
     referents_wanted,
     refers_back,
@@ -189,7 +190,9 @@ def doubtful_step(
     change something: "Add bread, no wait, make that rolls", "Add 'x'. Undo that.", "add
     apples, but not bananas". Acting on the rest would guess which words are the title and
     what was taken back, so nothing is done (``hesitates``). A correction the rules read
-    ("never mind the plants", "don't add anything") is no doubt, nor are quoted titles."""
+    ("never mind the plants", "don't add anything") is no doubt, nor are quoted titles. Words
+    that take the verb before them but speak about something ("add 'x', I keep forgetting
+    it") are doubt too (``is_remark``)."""
     entries = {tool.name: tool_entry(tool) for tool in tools}
     model_may_choose = bool(step_candidates(tools))  # else a step no verb names is no action
     changes = any(
@@ -215,7 +218,10 @@ def doubtful_step(
             verb = verb_at_start(text, verbs)
             unsaid = _after(text, verb) if verb else text
         else:
-            unsaid = core_phrase(step, verb_at_start(step.phrase, verbs))
+            verb = verb_at_start(step.phrase, verbs)
+            if verb is None and step.follows and is_remark(step.phrase):
+                return step  # "add 'book dentist', I keep forgetting it": a remark, no title
+            unsaid = core_phrase(step, verb)
         if hesitates(unsaid):
             return step
     return None

@@ -264,6 +264,9 @@ def test_things_listed_in_prose_are_added_as_what_the_user_has_to_do(tools: list
         "Add 'walk dog' but not 'feed cat'.",
         "Add cheese instead of milk.",
         "Add bread? No.",
+        "Add laundry, maybe dishes too.",
+        "Add laundry or dishes, whichever.",
+        "Add 'book dentist', I keep forgetting it.",
     ],
 )
 def test_a_request_that_corrects_itself_unread_changes_nothing_and_says_so(
@@ -283,6 +286,13 @@ def test_a_request_that_corrects_itself_unread_changes_nothing_and_says_so(
         ("Add tea, not coffee.", [("add_task", "tea")]),
         ("Don't add milk, add cream.", [("add_task", "cream")]),
         ("Never mind about the milk, add cheese instead.", [("add_task", "cheese")]),
+        ("Add milk to my tasks, if that's ok.", [("add_task", "milk")]),
+        ("Don't add 'milk', add 'oat milk' instead.", [("add_task", "oat milk")]),
+        ("Add buy bread to tasks.", [("add_task", "buy bread")]),
+        (
+            "Put 'renew car insurance' on my list, it's due Friday.",
+            [("add_task", "renew car insurance")],
+        ),
         ("Add 'no-bake cheesecake' and 'wait for the plumber'.", None),
     ],
 )
