@@ -171,7 +171,8 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         # the plan earlier turns left open.
         offered = [t for t in tools if t.name != CONTINUE_OPEN_TODOS] if step.quoted else tools
         named = _named_by_longest_verb(step.words, offered, step.quoted, step.clause)
-        if not named and step.follows:
+        if not named and step.follows and not is_remark(step.phrase):
+            # "add 'x', I keep forgetting it": a remark takes no verb from the words before.
             named = _named_by_longest_verb(step.follows, offered, step.quoted, step.clause)
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
@@ -190,9 +191,7 @@ def doubtful_step(
     change something: "Add bread, no wait, make that rolls", "Add 'x'. Undo that.", "add
     apples, but not bananas". Acting on the rest would guess which words are the title and
     what was taken back, so nothing is done (``hesitates``). A correction the rules read
-    ("never mind the plants", "don't add anything") is no doubt, nor are quoted titles. Words
-    that take the verb before them but speak about something ("add 'x', I keep forgetting
-    it") are doubt too (``is_remark``)."""
+    ("never mind the plants", "don't add anything") is no doubt, nor are quoted titles."""
     entries = {tool.name: tool_entry(tool) for tool in tools}
     model_may_choose = bool(step_candidates(tools))  # else a step no verb names is no action
     changes = any(
@@ -218,10 +217,7 @@ def doubtful_step(
             verb = verb_at_start(text, verbs)
             unsaid = _after(text, verb) if verb else text
         else:
-            verb = verb_at_start(step.phrase, verbs)
-            if verb is None and step.follows and is_remark(step.phrase):
-                return step  # "add 'book dentist', I keep forgetting it": a remark, no title
-            unsaid = core_phrase(step, verb)
+            unsaid = core_phrase(step, verb_at_start(step.phrase, verbs))
         if hesitates(unsaid):
             return step
     return None

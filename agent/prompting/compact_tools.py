@@ -385,6 +385,19 @@ def step_binding(
             ACTION_MAX_TOKENS,
             reply=_tool_call_message("complete_todo", args),
         )
+    return _act_binding(current, by_name, domain_tools, history, request)
+
+
+def _act_binding(
+    current: TurnTodo,
+    by_name: Mapping[str, BaseTool],
+    domain_tools: Sequence[BaseTool],
+    history: Sequence[AnyMessage],
+    request: str,
+) -> StepBinding:
+    """The act step of the item in progress: its planned action (asked about first when it
+    cannot be taken back and the words are not this turn's), its worker, or the model's choice
+    among the domain tools with grounded strings."""
     planned = planned_action(current)
     if planned is not None and planned.tool == NOT_AN_ACTION:
         args = {"todoId": current.id, "outcome": NO_TOOL_OUTCOME, "status": "cancelled"}
@@ -414,7 +427,7 @@ def step_binding(
     close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     phrases = grounded_phrases(current, request)
     domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
-    return StepBinding(phase, [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
+    return StepBinding("act", [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
 
 
 def _direct_action(

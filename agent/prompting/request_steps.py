@@ -356,8 +356,8 @@ _REMARK = re.compile(
 def is_remark(phrase: str) -> bool:
     """Whether words without a verb of their own say what someone does ("I keep forgetting
     it", "she asked for it") rather than name one more thing for the verb before them ("add
-    milk, eggs"): never a title. ("it's due Friday" points back, ``refers_back``, and is no
-    item either.)"""
+    milk, eggs"): such words take no verb from the words before them and are never a title.
+    ("it's due Friday" points back, ``refers_back``, and is no item either.)"""
     return bool(_REMARK.match(_LEADING_FILLER.sub("", " ".join(phrase.split()))))
 
 
