@@ -21,7 +21,6 @@ from agent.calls.catalog import RunTools, ToolCatalog
 from agent.calls.tool_schemas import model_tool_schemas
 from agent.context import Context
 from agent.llm.chat_models import model_setting_of, resolve_chat_model
-from agent.prompting import compact_tools
 from agent.prompting.builder import (
     Phase,
     PromptProfile,
@@ -208,9 +207,14 @@ class SupervisorDeps:
             tools = step_tools(run_tools.tools, rows, required_tool, context.planning)
             model = await self.model_with_tools(context, tools, required_tool=required_tool)
         elif context.planning == "off":
+            # The compact profile is a plug-in: a deployment that never uses it never loads it.
+            from agent.prompting import compact_tools
+
             binding = compact_tools.no_plan_binding(run_tools.tools, history, request)
             model = compact_tools.bind_no_plan(await self.chat_model(context), binding)
         else:
+            from agent.prompting import compact_tools
+
             binding = compact_tools.step_binding(
                 run_tools.tools, rows, history, required_tool, request
             )

@@ -4,9 +4,9 @@ Why: users name a task in their own words ("I paid the electricity bill, tick it
 task "pay the electricity bill", "check both off" after "I washed the car and mowed the lawn"),
 and some tools take only an id (the conversation list's ``CompleteTask`` needs "3"). A small
 model can neither rewrite the words into the title nor copy an id it never saw. So before an
-action on one existing task, the harness calls the tool the acting tool names as its lookup
-(``agent.tool_names.LOOKUP_TOOL_METADATA``), without a model call, and passes the id of the
-listed task the step's words name **without doubt**:
+action on one existing task, the harness calls the tool the registry names as the acting
+tool's lookup (``agent.prompting.compact_verbs.CompactTool.lookup``), without a model call, and
+passes the id of the listed task the step's words name **without doubt**:
 
 1. a title equal to the words (case-insensitive), when only one task has it;
 2. else, for words the user did not quote, the one title whose every content word the words
@@ -35,7 +35,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from agent.tool_names import LOOKUP_TOOL_METADATA, TODO_TOOL_NAMES
+from agent.prompting.compact_verbs import tool_entry
+from agent.tool_names import TODO_TOOL_NAMES
 
 LOOKUP_CALL_PREFIX = "call_lookup_"
 """The start of the tool-call id of every lookup the harness makes."""
@@ -96,7 +97,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 def lookup_tool(tool: BaseTool, tools: Sequence[BaseTool]) -> BaseTool | None:
     """The bound tool that lists what ``tool`` acts on, if it declares one and it is bound."""
-    name = (tool.metadata or {}).get(LOOKUP_TOOL_METADATA)
+    name = tool_entry(tool).lookup
     return next((other for other in tools if other.name == name), None)
 
 

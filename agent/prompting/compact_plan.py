@@ -2,42 +2,45 @@
 
 A small model is not asked to write a plan (``agent.prompting.request_steps`` says why): the
 request's steps get their tools from the verbs each tool declares
-(``agent.tool_names.REQUEST_VERBS_METADATA``), the model chooses only for steps no verb decides
+(``agent.prompting.compact_verbs``), the model chooses only for steps no verb decides
 and tools that declare none, and each step given a tool becomes one ``create_todo`` item whose
-title is the user's words and whose ``context`` records the planned action
-(``PlannedAction``), so the act step knows its tool and its target from the database row.
+title is the user's words and whose ``context`` holds the planned action as typed fields
+(``PlannedAction``, JSON), so the act step knows its tool and its target from the database row.
 The binding of each call is ``agent.prompting.compact_tools``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import TypeAdapter, ValidationError
 
 from agent.prompting.compact_lookup import content_stems
+from agent.prompting.compact_verbs import (
+    COMPACT_METADATA,
+    CompactTool,
+    named_entry,
+    tool_entry,
+)
 from agent.prompting.request_steps import (
     MAX_PHRASE,
     QUOTED,
     RequestStep,
     core_phrase,
+    hesitates,
+    is_remark,
     negated,
     referents_wanted,
     refers_back,
     retraction,
     verb_at_start,
 )
-from agent.tool_names import (
-    AGENT_TYPE_METADATA,
-    CONTINUE_OPEN_TODOS,
-    DELEGATED_TOOLS_METADATA,
-    LOOKUP_TOOL_METADATA,
-    REQUEST_SUBJECT_METADATA,
-    REQUEST_VERBS_METADATA,
-)
+from agent.tool_names import CONTINUE_OPEN_TODOS, WORKER_TOOLS_METADATA
 from storage.models import TurnTodo
 
 PLAN_TOOL = "plan_steps"
@@ -47,18 +50,17 @@ NOT_AN_ACTION = "none"
 
 NO_TOOL_OUTCOME = "no tool of mine does what this asks"
 
-PLANNED_PREFIX = "use "
-_PLANNED = re.compile(
-    r'^use (?P<tool>[A-Za-z0-9_]+) on "(?P<target>[^"\n]*)"(?: \(from: (?P<clause>.*)\))?$', re.S
-)
+PLANNED_KEY = "plannedAction"
+"""The one key of a row ``context`` that holds a planned action (``PlannedAction.as_context``)."""
 
 
 @dataclass(frozen=True)
 class PlannedAction:
     """What the compact plan decided for a row: which tool does it, on which of the user's
-    words, and the quoted words of the clause it came from. Kept in the row's ``context``
-    (``use add_task on "buy groceries" (from: add 'buy groceries' to my tasks)``), so it is
-    in the database with the row and readable in ``list_todo``."""
+    words, and the words of the clause it came from. Kept as typed fields in the row's
+    ``context`` (``{"plannedAction": {"tool": "add_task", "target": "buy groceries", "clause":
+    "add 'buy groceries' to my tasks"}}``), so it is in the database with the row, readable in
+    ``list_todo``, and read back by validation, never by parsing a sentence."""
 
     tool: str
     target: str
@@ -71,40 +73,59 @@ class PlannedAction:
         ]
 
     def as_context(self) -> str:
-        target = self.target.replace('"', "'")
-        return f'{PLANNED_PREFIX}{self.tool} on "{target}" (from: {self.clause})'
+        return json.dumps({PLANNED_KEY: asdict(self)}, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _StoredContext:
+    plannedAction: PlannedAction
+
+
+_STORED = TypeAdapter(_StoredContext)
+
+
+def stored_action(context: str | None) -> PlannedAction | None:
+    """The planned action a row ``context`` holds (``PlannedAction.as_context``), else None:
+    any other text is the model's or the user's, and never an action."""
+    text = (context or "").strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        return _STORED.validate_json(text, strict=True).plannedAction
+    except ValidationError:
+        return None
 
 
 def planned_action(row: TurnTodo) -> PlannedAction | None:
     """The row's planned action, if the compact plan made it."""
-    match = _PLANNED.match(row.context or "")
-    if match is None:
-        return None
-    return PlannedAction(match["tool"], match["target"], match["clause"] or "")
+    return stored_action(row.context)
 
 
 def agent_type(tool: BaseTool) -> str | None:
     """The worker a plan tool stands in for (``planning_tools``), or None for a bound tool."""
-    value = (tool.metadata or {}).get(AGENT_TYPE_METADATA)
-    return value if isinstance(value, str) else None
+    return tool_entry(tool).agent_type
 
 
 def planning_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
     """The tools a plan may give a step: the bound ones, with ``delegate`` replaced by a
-    stand-in for each worker tool it names (``DELEGATED_TOOLS_METADATA``) that no bound tool
-    of the same name does already. A stand-in carries the worker tool's verbs and description,
-    so "add 'x' to my tasks" goes to the ``tasks`` worker by its verb like to a bound
-    ``add_task``; it is never called (the row gets the ``agentType``, and ``delegate`` runs it)."""
+    stand-in for each worker tool it names (``WORKER_TOOLS_METADATA``) that has request verbs
+    and that no bound tool of the same name does already. A stand-in carries the worker tool's
+    verbs and description, so "add 'x' to my tasks" goes to the ``tasks`` worker by its verb
+    like to a bound ``add_task``; it is never called (the row gets the ``agentType``, and
+    ``delegate`` runs it)."""
     bound = {tool.name for tool in tools}
     planned: list[BaseTool] = []
     for tool in tools:
-        delegated = (tool.metadata or {}).get(DELEGATED_TOOLS_METADATA)
-        if not isinstance(delegated, dict) or not delegated:
-            planned.append(tool)  # no worker declares verbs: the model may still choose it
+        held = (tool.metadata or {}).get(WORKER_TOOLS_METADATA)
+        stand_ins = [
+            _stand_in(name, about)
+            for name, about in (held.items() if isinstance(held, dict) else ())
+            if named_entry(name, about.get("metadata")).verbs
+        ]
+        if not stand_ins:
+            planned.append(tool)  # no worker tool has verbs: the model may still choose it
             continue
-        for name, about in delegated.items():
-            if name not in bound:
-                planned.append(_stand_in(name, about))
+        planned.extend(stand_in for stand_in in stand_ins if stand_in.name not in bound)
     return planned
 
 
@@ -112,27 +133,27 @@ def _stand_in(name: str, about: Mapping[str, Any]) -> BaseTool:
     def not_called() -> str:
         raise RuntimeError(f"{name} is done by the {about['agentType']!r} worker, via delegate")
 
+    entry = named_entry(name, about.get("metadata"))
     return StructuredTool.from_function(
         not_called,
         name=name,
         description=str(about.get("description") or name),
         metadata={
-            REQUEST_VERBS_METADATA: tuple(about.get("verbs", ())),
-            REQUEST_SUBJECT_METADATA: about.get("subject"),
-            AGENT_TYPE_METADATA: about["agentType"],
+            COMPACT_METADATA: CompactTool(
+                entry.verbs, entry.subject, agent_type=about["agentType"], reads=entry.reads
+            )
         },
     )
 
 
 def _verbs(tool: BaseTool) -> tuple[str, ...]:
-    verbs = (tool.metadata or {}).get(REQUEST_VERBS_METADATA, ())
-    return tuple(verb for verb in verbs if isinstance(verb, str))
+    return tool_entry(tool).verbs
 
 
 def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> dict[str, str]:
     """The steps whose tool is known without the model: a heading is no action; a step whose
     words start with one tool's verb is that tool's (a verb that needs its subject only in a
-    step about it: ``REQUEST_SUBJECT_METADATA``); a step without a verb takes the tool of the
+    step about it: ``CompactTool.subject``); a step without a verb takes the tool of the
     words it follows ("add milk and eggs": eggs are added too). A negated step ("don't add
     anything") or a correction ("never mind the plants", "no, don't") is no action, and takes
     back the earlier steps it names (``_take_back``)."""
@@ -150,7 +171,8 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         # the plan earlier turns left open.
         offered = [t for t in tools if t.name != CONTINUE_OPEN_TODOS] if step.quoted else tools
         named = _named_by_longest_verb(step.words, offered, step.quoted, step.clause)
-        if not named and step.follows:
+        if not named and step.follows and not is_remark(step.phrase):
+            # "add 'x', I keep forgetting it": a remark takes no verb from the words before.
             named = _named_by_longest_verb(step.follows, offered, step.quoted, step.clause)
             inherited = decided.get(step.follows)
             if not named and inherited is not None and inherited != NOT_AN_ACTION:
@@ -160,6 +182,45 @@ def steps_by_verb(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> di
         if len(named) == 1:
             decided[step.words] = named[0]
     return decided
+
+
+def doubtful_step(
+    steps: Sequence[RequestStep], decided: Mapping[str, str], tools: Sequence[BaseTool]
+) -> RequestStep | None:
+    """The first step that corrects or hedges in words no rule reads, when the request would
+    change something: "Add bread, no wait, make that rolls", "Add 'x'. Undo that.", "add
+    apples, but not bananas". Acting on the rest would guess which words are the title and
+    what was taken back, so nothing is done (``hesitates``). A correction the rules read
+    ("never mind the plants", "don't add anything") is no doubt, nor are quoted titles."""
+    entries = {tool.name: tool_entry(tool) for tool in tools}
+    model_may_choose = bool(step_candidates(tools))  # else a step no verb names is no action
+    changes = any(
+        model_may_choose
+        if decided.get(step.words) is None
+        else decided[step.words] != NOT_AN_ACTION and not entries[decided[step.words]].reads
+        for step in steps
+        if not step.heading
+    )
+    if not changes:
+        return None
+    for step in steps:
+        if step.heading or negated(step.words) is not None or retraction(step.words) is not None:
+            continue
+        tool = decided.get(step.words)
+        if tool is None or tool == NOT_AN_ACTION:
+            if hesitates(QUOTED.sub(" ", step.words)):
+                return step
+            continue
+        verbs = entries[tool].verbs
+        if step.quoted:
+            text = " ".join(QUOTED.sub(" ", step.words).split())
+            verb = verb_at_start(text, verbs)
+            unsaid = _after(text, verb) if verb else text
+        else:
+            unsaid = core_phrase(step, verb_at_start(step.phrase, verbs))
+        if hesitates(unsaid):
+            return step
+    return None
 
 
 def _correction(step: RequestStep, tools: Sequence[BaseTool]) -> tuple[str | None, str] | None:
@@ -216,14 +277,14 @@ def _named_by_longest_verb(
 def _verb_for(words: str, tool: BaseTool, quoted: bool, clause: str = "") -> str | None:
     """The verb of ``tool`` that ``words`` start with, counting a verb that needs the tool's
     subject only when the rest of the words are about it (or the step quotes a title)."""
-    verbs = _verbs(tool)
-    subject = (tool.metadata or {}).get(REQUEST_SUBJECT_METADATA)
-    if quoted or not isinstance(subject, Mapping):
+    entry = tool_entry(tool)
+    verbs, subject = entry.verbs, entry.subject
+    if quoted or subject is None:
         return verb_at_start(words, verbs)
-    needing = set(subject.get("verbs", ()))
+    needing = subject.verbs
     found = [verb_at_start(words, [verb for verb in verbs if verb not in needing])]
     weak = verb_at_start(words, [verb for verb in verbs if verb in needing])
-    pattern = str(subject.get("pattern") or "")
+    pattern = subject.pattern
     about = f"{_after(words, weak)} {_after(clause, weak)}" if weak is not None else ""
     if weak is not None and pattern and re.search(pattern, about, re.IGNORECASE):
         found.append(weak)
@@ -416,11 +477,11 @@ def named_tasks(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> list
     the targets of its last run of steps that add or act on one task, quoted or said."""
     decided = steps_by_verb(steps, tools)
     acting = {tool.name for tool in tools if tool.name.startswith("add")}
-    acting |= {tool.name for tool in tools if (tool.metadata or {}).get(LOOKUP_TOOL_METADATA)}
+    acting |= {tool.name for tool in tools if tool_entry(tool).lookup}
     named: list[str] = []
     last = None
     for item in plan_items(steps, decided, tools):
-        action = planned_action(TurnTodo(id="", title="", context=item["context"]))
+        action = stored_action(item["context"])
         if action is None or action.tool not in acting or refers_back(action.target):
             continue
         if action.tool != last:

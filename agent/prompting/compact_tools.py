@@ -79,6 +79,7 @@ from agent.prompting.compact_plan import (
     PLAN_TOOL,
     PlannedAction,
     agent_type,
+    doubtful_step,
     named_tasks,
     plan_items,
     plan_steps_tool,
@@ -86,8 +87,10 @@ from agent.prompting.compact_plan import (
     planning_tools,
     step_candidates,
     steps_by_verb,
+    stored_action,
     whole_request_items,
 )
+from agent.prompting.compact_verbs import CONTINUE_VERBS, tool_entry
 from agent.prompting.request_steps import (
     QUOTED,
     RequestStep,
@@ -97,13 +100,7 @@ from agent.prompting.request_steps import (
     retraction,
     verb_at_start,
 )
-from agent.tool_names import (
-    ASK_USER,
-    CONTINUE_OPEN_TODOS,
-    CONTINUE_VERBS,
-    LOOKUP_TOOL_METADATA,
-    TODO_TOOL_NAMES,
-)
+from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, TODO_TOOL_NAMES
 from agent.turn.outcome import not_done_answer, plan_finished_message
 from prompts import load_prompt, render_prompt
 from storage.models import TurnTodo
@@ -388,6 +385,19 @@ def step_binding(
             ACTION_MAX_TOKENS,
             reply=_tool_call_message("complete_todo", args),
         )
+    return _act_binding(current, by_name, domain_tools, history, request)
+
+
+def _act_binding(
+    current: TurnTodo,
+    by_name: Mapping[str, BaseTool],
+    domain_tools: Sequence[BaseTool],
+    history: Sequence[AnyMessage],
+    request: str,
+) -> StepBinding:
+    """The act step of the item in progress: its planned action (asked about first when it
+    cannot be taken back and the words are not this turn's), its worker, or the model's choice
+    among the domain tools with grounded strings."""
     planned = planned_action(current)
     if planned is not None and planned.tool == NOT_AN_ACTION:
         args = {"todoId": current.id, "outcome": NO_TOOL_OUTCOME, "status": "cancelled"}
@@ -417,7 +427,7 @@ def step_binding(
     close = compact_tool(by_name["complete_todo"], todo_id=current.id)
     phrases = grounded_phrases(current, request)
     domain = [ground_strings(compact_tool(tool), phrases) for tool in domain_tools]
-    return StepBinding(phase, [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
+    return StepBinding("act", [dispatch_tool([*domain, close])], DISPATCH_TOOL, ACTION_MAX_TOKENS)
 
 
 def _direct_action(
@@ -430,7 +440,7 @@ def _direct_action(
     """The call of a lone item whose arguments the user's words fix, made without a plan."""
     if len(items) != 1:
         return None
-    action = planned_action(TurnTodo(id="", title="", context=items[0].get("context")))
+    action = stored_action(items[0].get("context"))
     by_name = {tool.name: tool for tool in tools}
     if action is None or action.tool not in by_name or agent_type(by_name[action.tool]):
         return None
@@ -630,7 +640,7 @@ def _unconfirmed(
     by anyone but this request's plan): stored text is never an order. None when the action
     may go on: it can be taken back (adding, listing), it comes from this request, or the user
     said yes; a "no" (or no way to ask) closes the item, nothing changed."""
-    if not (tool.metadata or {}).get(LOOKUP_TOOL_METADATA):
+    if not tool_entry(tool).lookup:
         return None  # it acts on no existing task: what it does can be taken back
     requests = [m.text for m in history if isinstance(m, HumanMessage) and not m.name]
     if _from_request(planned, [request, *requests[-2:-1]]):
@@ -682,6 +692,10 @@ def _plan_binding(
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
     decided = steps_by_verb(steps, tools)
+    doubt = doubtful_step(steps, decided, tools)
+    if doubt is not None:
+        reply = not_done_answer(render_prompt("compact_in_doubt", words=doubt.words))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     undecided = []
     for step in steps:
         if step.words in decided:
@@ -715,7 +729,7 @@ def _plan_binding(
     by_name = {tool.name: tool for tool in tools}
     if len(items) == 1 and not required:
         # One step needs no plan (planning "auto"): the harness does it and answers from it.
-        action = planned_action(TurnTodo(id="", title="", context=items[0]["context"]))
+        action = stored_action(items[0]["context"])
         if action is not None and action.tool in by_name and not agent_type(by_name[action.tool]):
             return _planned_action_binding(
                 by_name[action.tool], action, tools, history, can_ask=can_ask
@@ -788,7 +802,7 @@ def continuation_message(items: Sequence[Mapping[str, Any]]) -> AIMessage:
 def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIMessage | None:
     """A compact worker's next message without its model, or None to ask the model.
 
-    The item handed over carries the plan's action in its context (``use add_task on "x"``):
+    The item handed over carries the plan's action in its context (``PlannedAction``):
     the worker makes that call as the supervisor would (its lookup first, for an action on an
     existing task), then answers with what it returned. Why: the worker's own loop leaves the
     small model a free choice of tools and words, which it did not use (measured: the 270M
@@ -813,16 +827,20 @@ def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIM
 
 
 def _line_action(line: str) -> PlannedAction | None:
-    text = line.split(":", 1)[1].strip() if line.startswith("Context:") else line.strip()
-    return planned_action(TurnTodo(id="", title="", context=text))
+    """The action on the hand-over's ``Context:`` line (``prompts/worker_request.md``): only
+    there, never in the user's request quoted below it."""
+    return stored_action(line.split(":", 1)[1]) if line.startswith("Context:") else None
 
 
 def grounded_phrases(current: TurnTodo, request: str) -> list[str]:
     """What a free-text argument of the item's action may be: the item's title, and the quoted
-    phrases of its title, its context, or the request that share a word with the title."""
+    phrases of its title, its context (a planned action's clause), or the request that share a
+    word with the title."""
     title_words = set(_words(current.title))
     phrases = [current.title.strip()]
-    for text in (current.title, current.context or "", request):
+    planned = planned_action(current)
+    context = planned.clause if planned is not None else current.context or ""
+    for text in (current.title, context, request):
         for match in QUOTED.finditer(text):
             phrase = next(group for group in match.groups() if group).strip()
             if phrase and (text is not request or title_words & set(_words(phrase))):

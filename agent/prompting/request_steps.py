@@ -57,7 +57,8 @@ _FILLER = (
     r"(?:please|pls|kindly|can you|could you|would you|will you|you can|you could|"
     r"i need you to|i want you to|"
     r"i'd like you to|i need to|i want to|i'd like to|let's|let us|go ahead and|now|and|so|"
-    r"ok|okay|hey|hi|hello|thanks|thank you|just|only|simply|actually|oh|well|instead)"
+    r"ok|okay|hey|hi|hello|thanks|thank you|just|only|simply|actually|oh|well|instead|"
+    r"if that's (?:ok|okay|alright|all right|fine)|if you can|if possible|if you don't mind)"
 )
 _LEADING_FILLER = re.compile(rf"^(?:{_FILLER}\b[\s,]*)+", re.IGNORECASE)
 _ONLY_FILLER = re.compile(rf"^(?:{_FILLER}\b[\s,.!?]*)+$", re.IGNORECASE)
@@ -74,9 +75,11 @@ _LEADING_TASK_NOUN = re.compile(
     r"(?:\s+(?:called|named|to|for|saying))?\s*",
     re.IGNORECASE,
 )
+_TRAILING_INSTEAD = re.compile(r"(?:^|[\s,]+)instead[\s.!]*$", re.IGNORECASE)
 _LEADING_ARTICLE = re.compile(r"^(?:the|my|a|an|that|this)\s+", re.IGNORECASE)
 _TRAILING_PLACE = re.compile(
-    r"\s*\b(?:to|on|onto|in|into|from|off|in)\s+(?:my|the|our)\s+(?:personal\s+)?"
+    r"\s*\b(?:to|on|onto|in|into|from)\s+(?:tasks|todos|to-dos|(?:task|todo|to-do) list)\s*$"
+    r"|\s*\b(?:to|on|onto|in|into|from|off|in)\s+(?:my|the|our)\s+(?:personal\s+)?"
     r"(?:(?:task|todo|to-do|to do)\s*)?(?:list|tasks|todos|to-dos|task list|todo list)\b.*$"
     r"|\s*\bas\s+(?:a\s+)?(?:task|todo)\b.*$"
     r"|\s*\bas\s+(?:done|complete|completed|finished)\b.*$"
@@ -294,6 +297,7 @@ def core_phrase(step: RequestStep, verb: str | None = None) -> str:
     if _ONE.match(text) or _TWO.match(text):
         return text  # "mark that task done": "that task" points back (``referents_wanted``)
     text = _LEADING_ARTICLE.sub("", text).strip(" ,.;:!?-")
+    text = _TRAILING_INSTEAD.sub("", text)  # "add cheese instead": cheese
     return text or step.phrase
 
 
@@ -323,6 +327,38 @@ def retraction(words: str) -> str | None:
     correction, never a deletion of a task called "it"."""
     match = _RETRACTION.match(_LEADING_FILLER.sub("", " ".join(words.split())))
     return match["rest"].strip(" ,.;:!?") if match else None
+
+
+_HESITATION = re.compile(
+    r"(?<![\w'-])(?:no|not|nope|don'?t|do not|never|wait|sorry|oops|meant|i mean|instead|"
+    r"rather|actually|undo|ignore|hmm+|hold off|second thoughts?|changed? my mind|scratch|"
+    r"never\s*mind|nevermind|forget|but|maybe|perhaps|possibly|whichever|either|or|if|unless)"
+    r"(?![\w'-])",
+    re.IGNORECASE,
+)
+
+
+def hesitates(words: str) -> bool:
+    """Whether ``words`` correct, hedge or take something back ("no", "wait", "sorry, I meant",
+    "but not", "undo that", "hmm", "maybe", "or", "if"). Where no rule reads what they take
+    back, acting on the rest would be a guess: the harness changes nothing and says so (issue
+    40: a rule that guesses is worse than a question)."""
+    # "add 'x' instead" is a plain addition: its "instead" refers to what was taken back.
+    return bool(_HESITATION.search(_TRAILING_INSTEAD.sub("", " ".join(words.split()))))
+
+
+_REMARK = re.compile(
+    r"^(?:i|i'm|i've|i'd|i'll|we|we're|you|you're|he|he's|she|she's|they|they're)\b",
+    re.IGNORECASE,
+)
+
+
+def is_remark(phrase: str) -> bool:
+    """Whether words without a verb of their own say what someone does ("I keep forgetting
+    it", "she asked for it") rather than name one more thing for the verb before them ("add
+    milk, eggs"): such words take no verb from the words before them and are never a title.
+    ("it's due Friday" points back, ``refers_back``, and is no item either.)"""
+    return bool(_REMARK.match(_LEADING_FILLER.sub("", " ".join(phrase.split()))))
 
 
 _CONVERSATION = re.compile(

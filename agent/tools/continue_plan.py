@@ -16,12 +16,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
-from agent.tool_names import (
-    CONTINUE_OPEN_TODOS,
-    CONTINUE_VERBS,
-    IN_ORDER_METADATA,
-    REQUEST_VERBS_METADATA,
-)
+from agent.tool_names import CONTINUE_OPEN_TODOS, IN_ORDER_METADATA
 from agent.tools.runtime import ToolRuntimeT, call_key, run_context, state_value, turn_scope
 from agent.turn.continuation import ContinuedPlan, continue_open_rows
 from agent.turn.plan_rows import plan_limits
@@ -77,7 +72,6 @@ def build_continue_tool(database: Database) -> BaseTool:
         emit_todo_events(runtime.stream_writer, "started", continued.change.started)
         return continued_result(continued)
 
-    # It changes the plan: it waits for the calls written before it, like the todo tools. Its
-    # verbs let the compact profile's plan call it for "please continue" without the model.
-    continue_open_todos.metadata = {IN_ORDER_METADATA: True, REQUEST_VERBS_METADATA: CONTINUE_VERBS}
+    # It changes the plan: it waits for the calls written before it, like the todo tools.
+    continue_open_todos.metadata = {IN_ORDER_METADATA: True}
     return continue_open_todos

@@ -35,13 +35,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
 from pydantic import BeforeValidator, Field
 
-from agent.tool_names import (
-    IN_ORDER_METADATA,
-    LOOKUP_TOOL_METADATA,
-    REQUEST_SUBJECT_METADATA,
-    REQUEST_VERBS_METADATA,
-)
-from agent.tools.request_verbs import REQUEST_SUBJECT, TASK_VERBS
+from agent.tool_names import IN_ORDER_METADATA
 from agent.tools.runtime import ToolRuntimeT, record_key, state_value
 from storage.task_files import CallResult, TaskFileCorrupt, TaskFiles, TaskList
 
@@ -271,22 +265,8 @@ def build_conversation_task_tools(tasks_dir: str | Path | None = None) -> list[B
         return await change(runtime, "DeleteTask", _delete(taskId))
 
     tools = [list_tasks, add_task, complete_task, uncomplete_task, delete_task]
-    verbs = {
-        "ListTasks": TASK_VERBS["list"],
-        "AddTask": TASK_VERBS["add"],
-        "CompleteTask": TASK_VERBS["complete"],
-        "UncompleteTask": TASK_VERBS["uncomplete"],
-        "DeleteTask": TASK_VERBS["delete"],
-    }
     for task_tool in tools:  # ids are handed out in call order: "add, then complete 1" must hold
-        task_tool.metadata = {
-            **(task_tool.metadata or {}),
-            IN_ORDER_METADATA: True,
-            REQUEST_VERBS_METADATA: verbs[task_tool.name],
-            REQUEST_SUBJECT_METADATA: REQUEST_SUBJECT,
-        }
-        if task_tool.name not in ("ListTasks", "AddTask"):  # they take an id ListTasks gives
-            task_tool.metadata[LOOKUP_TOOL_METADATA] = "ListTasks"
+        task_tool.metadata = {**(task_tool.metadata or {}), IN_ORDER_METADATA: True}
     return tools
 
 

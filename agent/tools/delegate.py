@@ -42,9 +42,7 @@ from langgraph.types import Command
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.tool_names import (
-    DELEGATED_TOOLS_METADATA,
-    REQUEST_SUBJECT_METADATA,
-    REQUEST_VERBS_METADATA,
+    WORKER_TOOLS_METADATA,
 )
 from agent.tools.runtime import ToolRuntimeT, run_context, state_value, turn_scope
 from agent.turn.blockers import ensure_unblocked
@@ -293,22 +291,20 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
 
 
 def delegated_tools(registry: WorkerRegistry) -> dict[str, dict[str, Any]]:
-    """The workers' tools that declare request verbs (``DELEGATED_TOOLS_METADATA``), the first
-    worker's for a name two hold."""
+    """The tools the workers hold (``WORKER_TOOLS_METADATA``), the first worker's for a name
+    two hold."""
     found: dict[str, dict[str, Any]] = {}
     for worker in registry.values():
         for node in worker.graph.get_graph().nodes.values():
             if not isinstance(node.data, ToolNode):
                 continue
             for name, held in node.data.tools_by_name.items():
-                verbs = (held.metadata or {}).get(REQUEST_VERBS_METADATA)
-                if verbs and name not in found:
+                if name not in found:
                     lines = (held.description or "").strip().splitlines()
                     found[name] = {
                         "agentType": worker.name,
-                        "verbs": list(verbs),
                         "description": lines[0] if lines else "",
-                        "subject": (held.metadata or {}).get(REQUEST_SUBJECT_METADATA),
+                        "metadata": dict(held.metadata or {}),
                     }
     return found
 
@@ -322,6 +318,6 @@ def delegation_tools(registry: WorkerRegistry, database: Database) -> list[BaseT
     delegate = build_delegate_tool(registry, database)
     delegate.metadata = {
         **(delegate.metadata or {}),
-        DELEGATED_TOOLS_METADATA: delegated_tools(registry),
+        WORKER_TOOLS_METADATA: delegated_tools(registry),
     }
     return [delegate]

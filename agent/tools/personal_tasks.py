@@ -25,14 +25,8 @@ from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
 from agent.errors import ErrorCode, ToolFailure
-from agent.tool_names import (
-    IN_ORDER_METADATA,
-    LOOKUP_TOOL_METADATA,
-    REQUEST_SUBJECT_METADATA,
-    REQUEST_VERBS_METADATA,
-)
+from agent.tool_names import IN_ORDER_METADATA
 from agent.tools.audited import TaskToolFunction, audited_task_tool
-from agent.tools.request_verbs import REQUEST_SUBJECT, TASK_VERBS
 from agent.tools.runtime import ToolRuntimeT
 from agent.tools.task_lookup import resolve_task
 from storage import Database
@@ -186,20 +180,6 @@ TASK_TOOL_FUNCTIONS: tuple[TaskToolFunction, ...] = (
 )
 
 
-REQUEST_VERBS: dict[str, tuple[str, ...]] = {
-    "add_task": TASK_VERBS["add"],
-    "list_tasks": TASK_VERBS["list"],
-    "complete_task": TASK_VERBS["complete"],
-    "update_task": TASK_VERBS["update"],
-    "delete_task": TASK_VERBS["delete"],
-}
-"""The verbs a request asks for each tool with (``REQUEST_VERBS_METADATA``)."""
-
-LOOKED_UP = frozenset({"complete_task", "update_task", "delete_task"})
-"""The tools that act on one existing task, found through ``list_tasks``
-(``LOOKUP_TOOL_METADATA``)."""
-
-
 def build_task_tools(database: Database) -> list[BaseTool]:
     """The five personal-task tools bound to ``database`` (process-wide; the user, conversation
     and turn come from each run). Every one is audited; see ``agent.tools.audited``."""
@@ -207,12 +187,5 @@ def build_task_tools(database: Database) -> list[BaseTool]:
         audited_task_tool(database, function) for function in TASK_TOOL_FUNCTIONS
     ]
     for task_tool in tools:  # "add X, then complete X" in one message must happen in that order
-        task_tool.metadata = {
-            **(task_tool.metadata or {}),
-            IN_ORDER_METADATA: True,
-            REQUEST_VERBS_METADATA: REQUEST_VERBS[task_tool.name],
-            REQUEST_SUBJECT_METADATA: REQUEST_SUBJECT,
-        }
-        if task_tool.name in LOOKED_UP:  # they find a task by what the user called it
-            task_tool.metadata[LOOKUP_TOOL_METADATA] = "list_tasks"
+        task_tool.metadata = {**(task_tool.metadata or {}), IN_ORDER_METADATA: True}
     return tools

@@ -33,7 +33,6 @@ from agent.llm.chat_models import (
     resolve_chat_model,
 )
 from agent.prompting.builder import COMPACT, prompt_profile
-from agent.prompting.compact_tools import worker_step
 from agent.workers.worker import Worker, WorkerState
 from prompts import Prompts, active_prompts
 
@@ -84,7 +83,10 @@ def build_worker(
             prompts_read.add(prompts)
         settings = run_settings(runtime.context)
         if prompt_profile(settings, model_setting_of(model, settings)) is COMPACT:
-            # A small model: the harness does the item's planned action (issue 27).
+            # A small model: the harness does the item's planned action (issue 27). The
+            # compact profile is a plug-in, loaded only when used.
+            from agent.prompting.compact_tools import worker_step
+
             reply = worker_step(tool_list, state.messages)
             if reply is not None:
                 target: WorkerTarget = "tools" if reply.tool_calls else "__end__"

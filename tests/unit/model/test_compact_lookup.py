@@ -10,12 +10,12 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from agent.prompting.compact_lookup import matching_task
-from agent.prompting.compact_plan import PlannedAction
+from agent.prompting.compact_plan import PlannedAction, stored_action
 from agent.prompting.compact_tools import step_binding
+from agent.prompting.compact_verbs import TASK_VERBS
 from agent.prompting.request_steps import RequestStep, core_phrase, verb_at_start
 from agent.tools.conversation_tasks import build_conversation_task_tools
 from agent.tools.personal_tasks import build_task_tools
-from agent.tools.request_verbs import TASK_VERBS
 from agent.tools.todos import build_todo_tools
 from storage import Database
 from storage.models import TurnTodo
@@ -218,11 +218,11 @@ def test_check_both_off_completes_the_two_things_said_before_it(tools: list[Any]
 
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
-    actions = [item["context"].split(" (from")[0] for item in call["args"]["items"]]
-    assert actions == [
-        'use complete_task on "washed the car"',
-        'use complete_task on "mowed the lawn today"',
-        'use add_task on "buy fertilizer"',
+    actions = [stored_action(item["context"]) for item in call["args"]["items"]]
+    assert [(action.tool, action.target) for action in actions if action] == [
+        ("complete_task", "washed the car"),
+        ("complete_task", "mowed the lawn today"),
+        ("add_task", "buy fertilizer"),
     ]
 
 
@@ -236,7 +236,9 @@ def test_that_task_points_at_the_one_thing_said_before_it(tools: list[Any]) -> N
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
     [complete, add] = call["args"]["items"]
-    assert complete["context"].startswith('use complete_task on "submitted the expense report"')
+    action = stored_action(complete["context"])
+    assert action is not None
+    assert (action.tool, action.target) == ("complete_task", "submitted the expense report")
     assert add["title"] == "file it"
 
 

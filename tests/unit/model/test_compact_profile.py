@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from agent.context import Context
 from agent.llm.openai_compatible import CompatibleChatOpenAI
 from agent.prompting.builder import COMPACT, model_messages, prompt_profile
+from agent.prompting.compact_plan import stored_action
 from agent.prompting.compact_tools import (
     DISPATCH_TOOL,
     step_binding,
@@ -44,6 +45,12 @@ def tools() -> list[Any]:
 
 def row(title: str, status: str, *, id: str = "id-1", outcome: str | None = None) -> TurnTodo:
     return TurnTodo(id=id, title=title, status=status, outcome=outcome, priority=0)
+
+
+def _planned_tool(context: str) -> str | None:
+    """The tool of the action a plan item's ``context`` holds."""
+    action = stored_action(context)
+    return action.tool if action else None
 
 
 def tool_result(name: str, *, error: bool = False, content: str = "{}") -> ToolMessage:
@@ -112,7 +119,7 @@ def test_a_request_whose_verbs_name_every_step_is_planned_without_the_model(
         "do laundry",
         "show me what is left",
     ]
-    assert [item["context"].split()[1] for item in items] == [
+    assert [_planned_tool(item["context"]) for item in items] == [
         "add_task",
         "add_task",
         "list_tasks",
@@ -525,7 +532,7 @@ def test_a_verb_two_toolsets_share_goes_to_the_list_the_step_names(
 
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
-    contexts = [item["context"].split()[1] for item in call["args"]["items"]]
+    contexts = [_planned_tool(item["context"]) for item in call["args"]["items"]]
     assert contexts == ["AddTask", "add_task"]  # the unnamed place is the default toolset's
 
 
@@ -540,7 +547,7 @@ def test_the_conversation_task_list_alone_is_planned_by_its_verbs(tmp_path: Any)
 
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
-    contexts = [item["context"].split()[1] for item in call["args"]["items"]]
+    contexts = [_planned_tool(item["context"]) for item in call["args"]["items"]]
     assert contexts == ["AddTask", "AddTask", "ListTasks"]
 
 

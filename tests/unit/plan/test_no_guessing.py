@@ -246,3 +246,76 @@ def test_things_listed_in_prose_are_added_as_what_the_user_has_to_do(tools: list
         ("add_task", "order the cake"),
         ("add_task", "send the invitations"),
     ]
+
+
+# --- a request that corrects or hedges itself in words no rule reads -------------------------
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Add 'buy bread', actually no, forget the bread.",
+        "Add bread, no wait, make that rolls.",
+        "Add juice, sorry, I meant water.",
+        "Add juice. Oops, I meant water.",
+        "Add 'call mom'. Undo that.",
+        "Add 'renew passport'. Hmm, no, not now.",
+        "Add apples to my tasks, but not bananas.",
+        "Add 'walk dog' but not 'feed cat'.",
+        "Add cheese instead of milk.",
+        "Add bread? No.",
+        "Add laundry, maybe dishes too.",
+        "Add laundry or dishes, whichever.",
+    ],
+)
+def test_a_request_that_corrects_itself_unread_changes_nothing_and_says_so(
+    tools: list[Any], request_text: str
+) -> None:
+    reply = answered_without_action(tools, request_text)
+
+    # Before: "no", "sorry", "but not bananas" were added as tasks, or the first item was
+    # added though the user took it back. Now nothing is called and the answer says why.
+    assert reply is not None and not reply.tool_calls
+    assert str(reply.content).startswith("Not done: I changed nothing.")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "actions"),
+    [
+        ("Add tea, not coffee.", [("add_task", "tea")]),
+        ("Don't add milk, add cream.", [("add_task", "cream")]),
+        ("Never mind about the milk, add cheese instead.", [("add_task", "cheese")]),
+        ("Add milk to my tasks, if that's ok.", [("add_task", "milk")]),
+        # A remark after the action is no title and takes no verb from it.
+        ("Add 'book dentist', I keep forgetting it.", [("add_task", "book dentist")]),
+        ("Don't add 'milk', add 'oat milk' instead.", [("add_task", "oat milk")]),
+        ("Add buy bread to tasks.", [("add_task", "buy bread")]),
+        (
+            "Put 'renew car insurance' on my list, it's due Friday.",
+            [("add_task", "renew car insurance")],
+        ),
+        ("Add 'no-bake cheesecake' and 'wait for the plumber'.", None),
+    ],
+)
+def test_a_correction_the_rules_read_or_a_quoted_title_is_still_done(
+    tools: list[Any], request_text: str, actions: list[Any] | None
+) -> None:
+    binding = step_binding(tools, [], [HumanMessage(request_text)], None, request_text)
+
+    assert binding.reply is not None
+    if actions is None:  # two quoted titles: planned, each added as said
+        assert planned(tools, request_text) == [
+            ("add_task", "no-bake cheesecake"),
+            ("add_task", "wait for the plumber"),
+        ]
+        return
+    calls = [(call["name"], call["args"]["title"]) for call in binding.reply.tool_calls]
+    assert calls == actions
+
+
+def test_a_listing_that_hedges_is_still_shown_it_changes_nothing(tools: list[Any]) -> None:
+    request = "Show me my tasks, but not the finished ones."
+
+    actions = planned(tools, request)
+
+    assert actions and {tool for tool, _ in actions} == {"list_tasks"}
