@@ -91,6 +91,21 @@ def test_the_python_example_runs_as_printed(
     assert tasks_in(tmp_path / "my.db") == [("alice", "eggs"), ("alice", "milk")]
 
 
+def test_the_middleware_example_runs_as_printed(
+    tmp_path: Path, scripted_openai: ScriptedOpenAIServer
+) -> None:
+    scripted_openai.respond_with(HttpPlanOracle(["eggs", "milk"], add_task, answer="Added."))
+
+    lines = run_script(readme_example("middleware"), tmp_path, scripted_openai)
+
+    assert lines == ["completed eggs", "completed milk", "answered"]
+    with closing(sqlite3.connect(tmp_path / "my.db")) as connection:
+        rows = connection.execute("SELECT title, status FROM turn_todos ORDER BY title").fetchall()
+        evidence = connection.execute('SELECT "toolName", result FROM todo_evidence').fetchall()
+    assert rows == [("eggs", "completed"), ("milk", "completed")]
+    assert sorted(evidence) == [("add_task", "added eggs"), ("add_task", "added milk")]
+
+
 def test_the_subgraph_example_runs_as_printed(
     tmp_path: Path, scripted_openai: ScriptedOpenAIServer
 ) -> None:

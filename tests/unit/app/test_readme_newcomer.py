@@ -28,11 +28,11 @@ def marked_examples() -> dict[str, str]:
     return examples
 
 
-def test_readme_and_docs_mark_the_python_subgraph_and_sdk_examples() -> None:
-    assert set(marked_examples()) == {"python", "subgraph", "sdk"}
+def test_readme_and_docs_mark_the_python_subgraph_sdk_and_middleware_examples() -> None:
+    assert set(marked_examples()) == {"python", "subgraph", "sdk", "middleware"}
 
 
-@pytest.mark.parametrize("name", ["python", "subgraph", "sdk"])
+@pytest.mark.parametrize("name", ["python", "subgraph", "sdk", "middleware"])
 def test_each_example_is_a_script_that_runs_its_async_code(name: str) -> None:
     source = marked_examples()[name]
     tree = compile(source, f"README example {name}", "exec", flags=ast.PyCF_ONLY_AST)
