@@ -46,10 +46,10 @@ from agent.middleware.state import TurnPlanState
 from agent.middleware.tool_calls import ToolHandler, ToolResult, run_once
 from agent.middleware.turn_start import start_turn
 from agent.prompting.builder import FULL, history_limit
+from agent.prompting.orphan_results import orphan_results
 from agent.tools.todos import build_todo_tools
 from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
-from agent.turn.orphan_results import orphan_results
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round

@@ -27,8 +27,8 @@ from agent.errors import ToolFailure
 from agent.llm.chat_models import invalid_tool_call_messages
 from agent.nodes.deps import SupervisorDeps
 from agent.prompting.builder import model_messages
+from agent.prompting.orphan_results import orphan_results
 from agent.turn.answer_ledger import record_answer, recorded_answer
-from agent.turn.orphan_results import orphan_results
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import NOTHING_HANDED
