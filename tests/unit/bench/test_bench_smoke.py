@@ -57,8 +57,9 @@ class _CountedReact(ReactSystem):
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
-        turn = super().prepare(model, tool, workdir, n, checkpointer)
+        turn = super().prepare(model, tool, workdir, n, checkpointer, database_url)
         runs = 0
 
         async def run(request: str) -> TurnResult:
@@ -93,8 +94,9 @@ class _OneRowShort(TurnplanSystem):
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
-        turn = super().prepare(model, tool, workdir, n, checkpointer)
+        turn = super().prepare(model, tool, workdir, n, checkpointer, database_url)
 
         async def run(request: str) -> TurnResult:
             result = await turn.run(request)
@@ -128,8 +130,9 @@ class _Checkpointed(TurnplanSystem):
         workdir: Path,
         n: int,
         checkpointer: Checkpointer = None,
+        database_url: str | None = None,
     ) -> PreparedTurn:
-        turn = super().prepare(model, tool, workdir, n, checkpointer)
+        turn = super().prepare(model, tool, workdir, n, checkpointer, database_url)
         assert isinstance(checkpointer, AsyncSqliteSaver)
 
         async def run(request: str) -> TurnResult:
