@@ -5,6 +5,8 @@
 - A call that returns is recorded; the todo tools record their own, in the transaction of
   their change (``agent.turn.plan_rows.Receipt``).
 - A call that returned is evidence of the rows in progress (``agent.turn.evidence.record_call``).
+- A call on a conversation another user owns (a paused turn's state edited to name it) is
+  refused, nothing done (``agent.turn.ownership``), as in the graph's tools step.
 - While a new plan waits for the user's approval (``Context.approve_plan``), only the plan
   tools run (``agent.turn.approval.PLAN_TOOLS``); any other call is refused, nothing done.
 - A ``ToolFailure`` (a refused completion, an unknown row) reaches the model as the error
@@ -18,6 +20,7 @@ from typing import Any
 
 from langchain.agents.middleware.types import ToolCallRequest
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from agent.errors import ErrorCode, ToolFailure, tool_error_content
@@ -26,6 +29,7 @@ from agent.turn.approval import PLAN_TOOLS
 from agent.turn.call_ledger import RecordBatch, output_text, record_result, recorded_results
 from agent.turn.evidence import record_call
 from agent.turn.identity import call_record_id, issuing_message
+from agent.turn.ownership import refuse_another_users_conversation
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES as OPEN
 from storage.repositories import ToolCallKey, TurnScope
@@ -56,9 +60,11 @@ def _error(call_id: str, name: str, failure: ToolFailure) -> ToolMessage:
 
 
 async def run_once(
-    database: Database, request: ToolCallRequest, handler: ToolHandler
+    database: Database, request: ToolCallRequest, handler: ToolHandler, user_id: str
 ) -> ToolResult:
-    """Run ``request``'s call at most once in its conversation (see the module's docstring)."""
+    """Run ``request``'s call at most once in its conversation (see the module's docstring),
+    and only on a conversation ``user_id`` owns: the state of a paused turn may have been
+    edited to name another user's (``agent.turn.ownership``)."""
     state: Mapping[str, Any] = request.state or {}
     call = request.tool_call
     call_id, name = call["id"] or "", call["name"]
@@ -70,6 +76,9 @@ async def run_once(
         return await handler(request)
     record_id = call_record_id(issuing.id if issuing else None, call_id)
     try:
+        await refuse_another_users_conversation(
+            database, scope.conversation_id, user_id, get_config()
+        )
         found = await recorded_results(database, scope.conversation_id, [record_id])
         if record_id in found:
             return ToolMessage(content=found[record_id].content, tool_call_id=call_id, name=name)

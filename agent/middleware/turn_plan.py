@@ -36,9 +36,11 @@ from langchain.agents.middleware.types import (
     hook_config,
 )
 from langchain_core.messages import AIMessage
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from agent.auth import acting_user
 from agent.calls.completion import CompletionCheck
 from agent.context import Context, ContextDefaults, run_settings
 from agent.middleware.model_request import turn_request
@@ -238,4 +240,6 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         return update
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
-        return await run_once(self.database, request, handler)
+        context = request.runtime.context if request.runtime is not None else None
+        user = acting_user(run_settings(context, self._defaults).user_id, get_config())
+        return await run_once(self.database, request, handler, user)
