@@ -242,4 +242,4 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     async def awrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         context = request.runtime.context if request.runtime is not None else None
         user = acting_user(run_settings(context, self._defaults).user_id, get_config())
-        return await run_once(self.database, request, handler, user)
+        return await run_once(self.database, request, handler, user, self._defaults)

@@ -12,10 +12,9 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
-from agent.nodes.tools_node import replay_or_run_call
 from agent.turn.evidence import todo_evidence
+from agent.turn.record_call import replay_or_run_call
 from storage import Database
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,10 +56,10 @@ async def test_a_call_run_outside_the_graph_is_recorded_with_its_evidence_and_ru
     await database.dispose()
 
     assert runs == ["call-1"]  # the second call returned the record, the tool did not run again
-    assert isinstance(first, Command) and isinstance(first.update, dict)  # with its evidenceLog
-    assert first.update["evidenceLog"] == [{"todoIds": ["r1"], "tool": "note", "isError": False}]
-    assert first.update["messages"][0].content == "noted: milk"
-    assert isinstance(second, ToolMessage) and second.content == "noted: milk"
+    assert first.evidence == {"todoIds": ["r1"], "tool": "note", "isError": False}
+    assert isinstance(first.result, ToolMessage) and first.result.content == "noted: milk"
+    assert second.evidence is None  # a replay writes nothing and logs nothing again
+    assert isinstance(second.result, ToolMessage) and second.result.content == "noted: milk"
     assert [(call["tool"], call["args"], call["result"]) for call in evidence] == [
         ("note", {"text": "milk"}, "noted: milk")
     ]
