@@ -180,6 +180,13 @@ def use_prompts(prompts: Prompts) -> Iterator[None]:
         _active.reset(token)
 
 
+def chosen(prompts: Prompts | None) -> Prompts:
+    """``prompts`` (a graph's or a middleware's, passed down to what renders), else the
+    default ones: outside a graph, the environment's (``TURNPLAN_PROMPTS_DIR``, else the shipped
+    ones)."""
+    return prompts if prompts is not None else active_prompts()
+
+
 def load_prompt(name: str) -> str:
     """The text of ``<name>.md`` among the active prompts."""
     return active_prompts().load(name)
