@@ -54,7 +54,6 @@ from agent.turn.progress import with_running_usage
 from agent.turn.record_call import run_and_record_call
 from agent.turn.rows_handoff import HANDED_ROWS, STEP_ROWS, HandedRows, StepRows, step_rows
 from agent.turn.usage import turn_usage
-from prompts import Prompts, use_prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import TurnScope
@@ -276,19 +275,15 @@ def build_supervisor_tools_node(
     database: Database,
     saved: BaseCheckpointSaver[Any] | None = None,
     defaults: ContextDefaults | None = None,
-    prompts: Prompts | None = None,
 ) -> SupervisorToolNode:
     """The ordered tools node, refusing calls made from an older point of the turn or to tools
     the run did not bind, and reporting operator faults to the log. ``defaults``: the graph's
-    default settings (``build_graph(context=...)``); ``prompts``: its prompt texts, active
-    while a call runs (a delegation's request, a worker's prompt)."""
-    graph_prompts = prompts or Prompts.at()
+    default settings (``build_graph(context=...)``)."""
 
     async def supervised(
         request: ToolCallRequest, execute: Execute, place: CallPlace
     ) -> ToolResult:
-        with use_prompts(graph_prompts):
-            return await _supervised(_with_settings(request, defaults), execute, place)
+        return await _supervised(_with_settings(request, defaults), execute, place)
 
     async def _supervised(
         request: ToolCallRequest, execute: Execute, place: CallPlace

@@ -1,7 +1,7 @@
 """The one record path (issue 42): ``run_and_record_call`` runs a tool call and writes its
 record and its evidence of the rows in progress together; ``replay_or_run_call`` is the same
-for a caller outside the graph, returning the record instead of running a call twice; and no
-context variable carries anything on the way."""
+for a caller outside the graph, returning the record instead of running a call twice; no
+context variable carries anything on the way, and no SQL trigger writes for the code."""
 
 from __future__ import annotations
 
@@ -65,13 +65,29 @@ async def test_a_call_run_outside_the_graph_is_recorded_with_its_evidence_and_ru
     ]
 
 
-def test_no_context_variable_carries_a_call_or_its_evidence() -> None:
-    """agent/ and storage/ pass what a call needs as arguments; prompts/ keeps only the graph's
-    active prompts (``use_prompts``), whose removal is still open in issue 42."""
-    found = {
+def _sources_matching(pattern: str, *folders: str) -> set[str]:
+    return {
         str(path.relative_to(ROOT))
-        for folder in ("agent", "storage", "prompts")
+        for folder in folders
         for path in (ROOT / folder).rglob("*.py")
-        if re.search(r"\bContextVar\b|\bcontextvars\b", path.read_text(encoding="utf-8"))
+        if re.search(pattern, path.read_text(encoding="utf-8"))
     }
-    assert found <= {"prompts/__init__.py"}, found
+
+
+def test_no_context_variable_carries_anything() -> None:
+    """agent/, storage/ and prompts/ pass what a call needs, and a graph's prompts, as
+    arguments."""
+    assert (
+        _sources_matching(r"\bContextVar\b|\bcontextvars\b", "agent", "storage", "prompts") == set()
+    )
+
+
+def test_code_inside_a_graph_is_handed_its_prompts_never_the_environments() -> None:
+    """``load_prompt``/``render_prompt`` read the environment's folder: in agent/ every text is
+    rendered from the ``Prompts`` the graph or the middleware passed down."""
+    assert _sources_matching(r"\b(load_prompt|render_prompt)\(", "agent") == set()
+
+
+def test_no_sql_trigger_does_application_work() -> None:
+    """The record path is Python (``agent.turn.record_call``): no trigger is created anywhere."""
+    assert _sources_matching(r"(?i)create\s+trigger", "agent", "storage") == set()
