@@ -50,7 +50,7 @@ from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
 from agent.turn.superseded import RunFates
 from agent.workers import Worker, WorkerRegistry
-from prompts import Prompts, use_prompts
+from prompts import Prompts
 from storage import Database
 
 if TYPE_CHECKING:  # `mcp` takes ~0.5 s to import: only a run that lists MCP tools needs it
@@ -91,19 +91,16 @@ class AsyncOnlyNode(Runnable[SupervisorState, Any]):
     twentieth of the Python work of a plan item). The run's ``Runtime`` comes from
     ``get_runtime``, as LangGraph documents for code that is not handed one; the node sees
     turnplan's settings as the runtime's context whatever the run's context is
-    (``agent.context.run_settings``): inside a user's graph it is the parent's. ``prompts``: the
-    graph's prompt texts, active while the node runs."""
+    (``agent.context.run_settings``): inside a user's graph it is the parent's."""
 
     def __init__(
         self,
         node: SupervisorNode,
         name: str,
         defaults: ContextDefaults | None = None,
-        prompts: Prompts | None = None,
     ) -> None:
         self._node = node
         self._defaults = defaults
-        self._prompts = prompts or Prompts.at()
         self.name = name
 
     def invoke(
@@ -118,8 +115,7 @@ class AsyncOnlyNode(Runnable[SupervisorState, Any]):
         settings = run_settings(runtime.context, self._defaults)
         if settings is not runtime.context:
             runtime = runtime.override(context=settings)
-        with use_prompts(self._prompts):
-            return await self._node(input, runtime=runtime)
+        return await self._node(input, runtime=runtime)
 
 
 def build_graph(
@@ -175,7 +171,14 @@ def build_graph(
     db = database if isinstance(database, Database) else Database(database)
     registry = WorkerRegistry(workers or ())
     catalog = tool_catalog(
-        db, registry, tools, include_default_tools, tasks_dir, mcp_servers, completion_checks
+        db,
+        registry,
+        tools,
+        include_default_tools,
+        tasks_dir,
+        mcp_servers,
+        completion_checks,
+        prompts,
     )
     saved = checkpointer if isinstance(checkpointer, BaseCheckpointSaver) else None
     deps = SupervisorDeps(
@@ -185,8 +188,9 @@ def build_graph(
         agent_types=registry.descriptions(),
         checkpoints=saved,
         run_fates=run_fates,
+        prompts=prompts,
     )
-    builder = supervisor_builder(deps, context, prompts)
+    builder = supervisor_builder(deps, context)
     return builder.compile(checkpointer=checkpointer, store=store, name="supervisor")
 
 
@@ -198,15 +202,17 @@ def tool_catalog(
     tasks_dir: str | Path | None,
     mcp_servers: Mapping[str, Connection] | McpTools | None,
     completion_checks: Mapping[str, CompletionCheck] | None,
+    prompts: Prompts | None = None,
 ) -> ToolCatalog:
     """Every tool the supervisor can bind: the plan tools (always), the built-in toolsets
-    (unless left out), the caller's own tools and the MCP servers' (see ``build_graph``)."""
+    (unless left out), the caller's own tools and the MCP servers' (see ``build_graph``);
+    ``prompts``: the graph's texts, for the tools that write one."""
     return ToolCatalog(
         core=[
-            *build_todo_tools(db, completion_checks),
-            build_continue_tool(db),
+            *build_todo_tools(db, completion_checks, prompts),
+            build_continue_tool(db, prompts),
             build_ask_user_tool(db),
-            *delegation_tools(registry, db),
+            *delegation_tools(registry, db, prompts),
         ],
         toolsets=builtin_toolsets(db, tasks_dir) if include_default_tools else {},
         extra=list(tools or []),
@@ -215,7 +221,7 @@ def tool_catalog(
 
 
 def supervisor_builder(
-    deps: SupervisorDeps, context: ContextDefaults | None, prompts: Prompts
+    deps: SupervisorDeps, context: ContextDefaults | None
 ) -> StateGraph[SupervisorState, Context, InputState, OutputState]:
     """The supervisor's four nodes and the edges between them; each edge's target is read from
     the state by ``agent.nodes.routing``."""
@@ -223,11 +229,11 @@ def supervisor_builder(
         SupervisorState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
     saved = deps.checkpoints
-    builder.add_node("plan", AsyncOnlyNode(make_plan_node(deps), "plan", context, prompts))
-    builder.add_node("execute", AsyncOnlyNode(make_execute_node(deps), "execute", context, prompts))
-    tools = build_supervisor_tools_node(deps.catalog, deps.database, saved, context, prompts)
+    builder.add_node("plan", AsyncOnlyNode(make_plan_node(deps), "plan", context))
+    builder.add_node("execute", AsyncOnlyNode(make_execute_node(deps), "execute", context))
+    tools = build_supervisor_tools_node(deps.catalog, deps.database, saved, context)
     builder.add_node("tools", tools)
-    builder.add_node("drain", AsyncOnlyNode(make_drain_node(deps), "drain", context, prompts))
+    builder.add_node("drain", AsyncOnlyNode(make_drain_node(deps), "drain", context))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_plan, ["tools", "drain", END])
     builder.add_conditional_edges("execute", after_model_step, ["tools", "drain", END])

@@ -9,27 +9,30 @@ read first, and every file it does not have comes from the shipped ones. ``Promp
 refuses, when the graph is built, a folder whose files the code could not fill in as it fills
 the shipped ones (docs/prompts.md lists the files and their variables).
 
-The prompts are read from deep inside the modules that build messages (the prompt builders,
-the turn's final answers, the tools); rather than thread a parameter through all of them, a
-graph makes its ``Prompts`` the active ones for the duration of each of its steps
-(``use_prompts``, a context variable, so concurrent runs of graphs with different folders do
-not mix). Outside a graph the active prompts are the environment's.
+A graph (``build_graph``) and a ``TurnPlanMiddleware`` each make one ``Prompts`` and hand it, as
+an argument, to everything that writes a message from a prompt (the prompt builders, the turn's
+final answers, the tools they build; a worker finds its delegating graph's in its run's config,
+``CONFIG_KEY``), so concurrent runs of graphs with different folders never mix. What is given
+none (scripts, benchmarks, tests) uses the environment's (``chosen``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import Any
 
 PROMPTS_DIR_ENV = "TURNPLAN_PROMPTS_DIR"
 """A folder of prompt files that replace the shipped ones, file by file."""
+
+CONFIG_KEY = "turnplan_prompts"
+"""The ``configurable`` key under which a graph hands its ``Prompts`` to a run it starts (a
+worker it delegates to: ``agent.tools.delegate``)."""
 
 
 class PromptFolderError(ValueError):
@@ -155,13 +158,10 @@ def _listed(names: frozenset[str]) -> str:
     return ", ".join(f"${name}" for name in sorted(names))
 
 
-_active: ContextVar[Prompts | None] = ContextVar("turnplan_prompts", default=None)
-
-
-def active_prompts() -> Prompts:
-    """The prompts of the graph step running now, else the environment's."""
-    prompts = _active.get()
-    return prompts if prompts is not None else _environment_prompts(os.environ.get(PROMPTS_DIR_ENV))
+def environment_prompts() -> Prompts:
+    """The prompts outside any graph: the ``TURNPLAN_PROMPTS_DIR`` folder's over the shipped
+    ones (read again when the variable changes)."""
+    return _environment_prompts(os.environ.get(PROMPTS_DIR_ENV))
 
 
 @cache
@@ -170,27 +170,26 @@ def _environment_prompts(folder: str | None) -> Prompts:
     return Prompts.at(folder or None)
 
 
-@contextmanager
-def use_prompts(prompts: Prompts) -> Iterator[None]:
-    """Make ``prompts`` the active ones while the block runs (one graph step)."""
-    token = _active.set(prompts)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+def chosen(prompts: Prompts | None) -> Prompts:
+    """``prompts`` (a graph's or a middleware's, passed down to what renders), else the
+    default ones: outside a graph, the environment's (``TURNPLAN_PROMPTS_DIR``, else the shipped
+    ones)."""
+    return prompts if prompts is not None else environment_prompts()
+
+
+def prompts_in(config: Mapping[str, Any] | None) -> Prompts:
+    """The ``Prompts`` a run's config carries (``CONFIG_KEY``: a worker's run, started by the
+    graph that delegated to it), else the default ones (``chosen``)."""
+    carried = ((config or {}).get("configurable") or {}).get(CONFIG_KEY)
+    return chosen(carried if isinstance(carried, Prompts) else None)
 
 
 def load_prompt(name: str) -> str:
-    """The text of ``<name>.md`` among the active prompts."""
-    return active_prompts().load(name)
-
-
-def load_all_prompts() -> None:
-    """Read every active prompt into memory. Async code calls this once through
-    ``asyncio.to_thread`` so no later prompt use touches the disk on the event loop."""
-    active_prompts().load_all()
+    """The text of ``<name>.md`` among the environment's prompts (scripts, benchmarks, tests:
+    code inside a graph is handed its graph's ``Prompts``)."""
+    return environment_prompts().load(name)
 
 
 def render_prompt(name: str, **values: object) -> str:
-    """``<name>.md`` among the active prompts, with its ``$placeholders`` filled in."""
-    return active_prompts().render(name, **values)
+    """``<name>.md`` among the environment's prompts, with its ``$placeholders`` filled in."""
+    return environment_prompts().render(name, **values)

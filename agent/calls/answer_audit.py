@@ -39,7 +39,7 @@ from agent.state import SupervisorState
 from agent.turn.budget import extended_budget
 from agent.turn.identity import REMINDER_NAME, message_text
 from agent.turn.usage import tokens_exhausted, turn_usage
-from prompts import render_prompt
+from prompts import Prompts, chosen
 
 logger = logging.getLogger("agent.audit")
 
@@ -109,13 +109,19 @@ def rows_text(todos: Sequence[Mapping[str, Any]]) -> str:
 
 
 async def audit(
-    context: Context, request: str, todos: Sequence[Mapping[str, Any]], answer: str
+    context: Context,
+    request: str,
+    todos: Sequence[Mapping[str, Any]],
+    answer: str,
+    prompts: Prompts | None = None,
 ) -> AuditReply:
     """One call of the audit model. Raises ``UnreadableAudit`` for a reply it cannot read and
     lets the model's own errors through (the caller reports both)."""
     setting = (context.audit_model or "").strip()
     shown = answer if len(answer) <= MAX_ANSWER_CHARS else answer[:MAX_ANSWER_CHARS] + "…"
-    prompt = render_prompt(AUDIT_PROMPT, request=request, rows=rows_text(todos), answer=shown)
+    prompt = chosen(prompts).render(
+        AUDIT_PROMPT, request=request, rows=rows_text(todos), answer=shown
+    )
     model = await get_chat_model(
         setting, timeout=context.request_timeout, max_retries=context.max_retries
     )
@@ -153,21 +159,22 @@ async def audited(
     context: Context,
     todos: Sequence[Mapping[str, Any]],
     result: dict[str, Any],
+    prompts: Prompts | None = None,
 ) -> dict[str, Any]:
     """``drain``'s decision ``result`` (a planned turn ending ``answered``) once the audit
     model has seen it: unchanged but for the audit's counts, a send-back, ``incomplete`` or
-    ``failed`` (the module's docstring)."""
+    ``failed`` (the module's docstring); ``prompts``: the graph's texts."""
     draft = _draft(state, result)
     if draft is None:
         return result
     answer = message_text(draft).strip()
     setting = (context.audit_model or "").strip()
     try:
-        found = await audit(context, state.turnRequest, todos, answer)
+        found = await audit(context, state.turnRequest, todos, answer, prompts)
     except Exception as error:  # any failure is reported, never taken as an OK
         logger.warning("the audit model %r failed", setting, exc_info=error)
         tokens = error.tokens if isinstance(error, UnreadableAudit) else 0
-        note = render_prompt(
+        note = chosen(prompts).render(
             "answer_audit_failed",
             answer=answer,
             reason=f"the audit model {setting!r} failed ({type(error).__name__}: {error})",
@@ -190,7 +197,9 @@ async def audited(
     )
     if state.auditCalls == 0 and call_left:
         reminder = HumanMessage(
-            content=render_prompt("answer_audit_reminder", missing=_bullets(found.missing)),
+            content=chosen(prompts).render(
+                "answer_audit_reminder", missing=_bullets(found.missing)
+            ),
             name=REMINDER_NAME,
         )
         return {
@@ -200,7 +209,9 @@ async def audited(
             "remindersInARow": 0,
             **counts,
         }
-    statement = render_prompt("answer_incomplete", answer=answer, missing=_bullets(found.missing))
+    statement = chosen(prompts).render(
+        "answer_incomplete", answer=answer, missing=_bullets(found.missing)
+    )
     return {
         **result,
         "messages": [_restated(draft, statement)],

@@ -31,7 +31,7 @@ from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.llm.chat_models import get_chat_model
 from agent.turn.identity import message_text
-from prompts import render_prompt
+from prompts import Prompts, chosen
 from storage.models import TurnTodo
 
 logger = logging.getLogger("agent.tools")
@@ -65,10 +65,12 @@ def _checks_for(checks: Mapping[str, CompletionCheck], agent_type: str | None) -
 @dataclass
 class RowJudge:
     """The judge of one ``complete_todo`` call (``agent.turn.plan_rows.CompletionJudge``):
-    the graph's checks and the run's verifier model, and what the verifier cost."""
+    the graph's checks and the run's verifier model, and what the verifier cost; ``prompts``:
+    the verifier's prompt texts (default: the environment's)."""
 
     checks: Mapping[str, CompletionCheck]
     context: Context
+    prompts: Prompts | None = None
     verifier_calls: int = 0
     verifier_tokens: int = 0
     _verifier: str | None = field(init=False, default=None)
@@ -95,7 +97,7 @@ class RowJudge:
     async def _verify(
         self, setting: str, row: dict[str, Any], evidence: list[dict[str, Any]]
     ) -> str | None:
-        prompt = render_prompt(
+        prompt = chosen(self.prompts).render(
             VERIFIER_PROMPT,
             title=row.get("title", ""),
             criteria=row.get("completionCriteria", ""),

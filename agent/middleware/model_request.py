@@ -25,6 +25,7 @@ from agent.prompting.builder import (
     step_tools,
     system_prompt,
 )
+from prompts import Prompts
 from storage.models import TurnTodo
 
 
@@ -47,16 +48,23 @@ def turn_request(
     rows: Sequence[TurnTodo],
     settings: Context,
     recorded: Mapping[str, str] | None = None,
+    prompts: Prompts | None = None,
 ) -> ModelRequest[Any]:
     """``request`` with the step's tools, turnplan's system prompt after the agent's, and the
     history window with the plan view; ``recorded``: the results of orphaned calls that ran,
-    by call id (the others are answered as never run)."""
+    by call id (the others are answered as never run); ``prompts``: the middleware's texts."""
     state = request.state
     tools = phase_tools(request.tools, rows, settings.planning)
     names = [
         tool.name if isinstance(tool, BaseTool) else str(tool.get("name", "")) for tool in tools
     ]
-    base = system_prompt(names, profile=FULL, phase=step_phase(rows), planning=settings.planning)
+    base = system_prompt(
+        names,
+        profile=FULL,
+        phase=step_phase(rows),
+        planning=settings.planning,
+        prompts=prompts,
+    )
     prompt = model_messages(
         base_prompt=base,
         history=request.messages,
@@ -66,6 +74,7 @@ def turn_request(
         turn_message_id=str(state.get("turnMessageId", "")) or None,
         profile=FULL,
         recorded=recorded,
+        prompts=prompts,
     )
     own = request.system_prompt
     system = f"{own}\n\n{base}" if own else base

@@ -1,16 +1,25 @@
 """Tool calls under ``TurnPlanMiddleware`` (``wrap_tool_call``): exactly once, with evidence.
 
-- A call whose result is recorded (``agent.turn.call_ledger``: a resumed or retried run, or the
-  same message replayed) is not run again: the recorded result is its result.
-- A call that returns is recorded; the todo tools record their own, in the transaction of
-  their change (``agent.turn.plan_rows.Receipt``).
-- A call that returned is evidence of the rows in progress (``agent.turn.evidence.record_call``).
-- A call on a conversation another user owns (a paused turn's state edited to name it) is
-  refused, nothing done (``agent.turn.ownership``), as in the graph's tools step.
-- While a new plan waits for the user's approval (``Context.approve_plan``), only the plan
+Every call is run and recorded by the record path the supervisor graph's tools step uses too
+(``agent.turn.record_call``):
+
+- a call whose result is recorded (a resumed or retried run, or the same message replayed) is
+  not run again: the recorded result is its result;
+- a free call that returns has its result, its ledger entry and its evidence of the rows in
+  progress written in one transaction; the todo tools and the personal-task tools record their
+  own, in the transaction of their change (``agent.turn.plan_rows.Receipt``,
+  ``agent.tools.audited``);
+- a tool that raises comes back as a recorded ``TOOL_ERROR`` result
+  (``Context.handle_tool_errors=False``: raised again), and a ``ToolFailure`` (a refused
+  completion, an unknown row) as the error envelope turnplan's graph sends, instead of ending
+  the run.
+
+Before that, as in the graph's tools step:
+
+- a call on a conversation another user owns (a paused turn's state edited to name it) is
+  refused, nothing done (``agent.turn.ownership``);
+- while a new plan waits for the user's approval (``Context.approve_plan``), only the plan
   tools run (``agent.turn.approval.PLAN_TOOLS``); any other call is refused, nothing done.
-- A ``ToolFailure`` (a refused completion, an unknown row) reaches the model as the error
-  envelope turnplan's graph sends, instead of ending the run.
 """
 
 from __future__ import annotations
@@ -23,16 +32,17 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.types import Command
 
+from agent.context import ContextDefaults
 from agent.errors import ErrorCode, ToolFailure, tool_error_content
 from agent.tool_names import TODO_TOOL_NAMES
+from agent.tools.audited import AuditedTaskTool
 from agent.turn.approval import PLAN_TOOLS
-from agent.turn.call_ledger import RecordBatch, output_text, record_result, recorded_results
-from agent.turn.evidence import record_call
 from agent.turn.identity import call_record_id, issuing_message
 from agent.turn.ownership import refuse_another_users_conversation
+from agent.turn.record_call import replay_or_run_call
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES as OPEN
-from storage.repositories import ToolCallKey, TurnScope
+from storage.repositories import TurnScope
 
 ToolResult = ToolMessage | Command[Any]
 ToolHandler = Callable[[ToolCallRequest], Awaitable[ToolResult]]
@@ -59,12 +69,23 @@ def _error(call_id: str, name: str, failure: ToolFailure) -> ToolMessage:
     )
 
 
+def _records_itself(request: ToolCallRequest) -> bool:
+    """Whether the called tool writes its record in the transaction of its change: the todo
+    tools and the personal-task tools (``agent.tools.audited``)."""
+    return request.tool_call["name"] in TODO_TOOL_NAMES or isinstance(request.tool, AuditedTaskTool)
+
+
 async def run_once(
-    database: Database, request: ToolCallRequest, handler: ToolHandler, user_id: str
+    database: Database,
+    request: ToolCallRequest,
+    handler: ToolHandler,
+    user_id: str,
+    defaults: ContextDefaults | None = None,
 ) -> ToolResult:
     """Run ``request``'s call at most once in its conversation (see the module's docstring),
     and only on a conversation ``user_id`` owns: the state of a paused turn may have been
-    edited to name another user's (``agent.turn.ownership``)."""
+    edited to name another user's (``agent.turn.ownership``). ``defaults``: the middleware's
+    settings, which a run's context overrides (``handle_tool_errors``)."""
     state: Mapping[str, Any] = request.state or {}
     call = request.tool_call
     call_id, name = call["id"] or "", call["name"]
@@ -79,17 +100,14 @@ async def run_once(
         await refuse_another_users_conversation(
             database, scope.conversation_id, user_id, get_config()
         )
-        found = await recorded_results(database, scope.conversation_id, [record_id])
-        if record_id in found:
-            return ToolMessage(content=found[record_id].content, tool_call_id=call_id, name=name)
-        result = await handler(request)
-    except ToolFailure as failure:
+        recorded = await replay_or_run_call(
+            database,
+            request,
+            handler,
+            record_id=record_id,
+            records_itself=_records_itself(request),
+            defaults=defaults,
+        )
+    except ToolFailure as failure:  # not the user's conversation, or the store is down
         return _error(call_id, name, failure)
-    if isinstance(result, ToolMessage) and result.status == "error":
-        return result
-    if name not in TODO_TOOL_NAMES:
-        key = ToolCallKey(scope.conversation_id, scope.turn_id, record_id, name)
-        await record_result(RecordBatch(database), key, result)
-        text = output_text(result)
-        await record_call(database, scope, record_id, name, call["args"], text, is_error=False)
-    return result
+    return recorded.result

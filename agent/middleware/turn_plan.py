@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain.agents.middleware.types import (
@@ -63,7 +64,7 @@ from agent.turn.usage import (
     turn_usage,
     usage_after_call,
 )
-from prompts import load_all_prompts
+from prompts import Prompts
 from storage import Database
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
@@ -102,7 +103,10 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     settings (``agent.context.Context``: ``base_iterations``, ``max_iterations``,
     ``max_reminders``, ``max_idle_rounds``, ``approve_plan``, ...); a run's context that is a
     turnplan ``Context`` (or a dict of its keys) overrides them. ``completion_checks``: what a
-    row must pass before ``complete_todo`` closes it (``agent.calls.completion``)."""
+    row must pass before ``complete_todo`` closes it (``agent.calls.completion``).
+    ``prompts_dir``: a folder of prompt files that replace the shipped ones file by file
+    (default: ``TURNPLAN_PROMPTS_DIR``, else none), checked here as ``build_graph`` checks its
+    own (``prompts.PromptFolderError``; docs/prompts.md)."""
 
     state_schema = TurnPlanState
 
@@ -112,11 +116,14 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         *,
         context: ContextDefaults | None = None,
         completion_checks: Mapping[str, CompletionCheck] | None = None,
+        prompts_dir: str | Path | None = None,
     ) -> None:
         super().__init__()
         self.database = database if isinstance(database, Database) else Database(database)
         self._defaults = context
-        self.tools = build_todo_tools(self.database, completion_checks)
+        self.prompts = Prompts.at(prompts_dir)
+        self.prompts.check()
+        self.tools = build_todo_tools(self.database, completion_checks, self.prompts)
         self._prompts_read = False
 
     def _settings(self, runtime: Runtime[Any] | None) -> Context:
@@ -129,9 +136,9 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         self, state: TurnPlanState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         if not self._prompts_read:  # off the event loop: the dev server forbids blocking reads
-            await asyncio.to_thread(load_all_prompts)
+            await asyncio.to_thread(self.prompts.load_all)
             self._prompts_read = True
-        return await start_turn(self.database, state, self._settings(runtime))
+        return await start_turn(self.database, state, self._settings(runtime), self.prompts)
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(
@@ -149,7 +156,7 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         if awaiting_approval(asking, False, open_rows(rows)):
             # The round that made the plan is judged once the user has decided on it.
             plan = TurnPlan(self.database, _scope(state))
-            approval = await ask_for_approval(plan, rows, plan_limits(settings))
+            approval = await ask_for_approval(plan, rows, plan_limits(settings), self.prompts)
             rows = await self._rows(state)
         if not tools_ran:
             return {**approval, "todos": _todos(rows, state)} if approval else None
@@ -166,6 +173,7 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
                 state.get("idleCalls", []),
             ),
             context=settings,
+            prompts=self.prompts,
         )
         notes = approval.pop("messages", [])
         update = {**approval, **verdict.update, "todos": _todos(rows, state)}
@@ -174,7 +182,7 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             return await self._ended(state, {**update, **stalled})
         if verdict.out_of_budget:
             counters = _counters({**state, **update})
-            decision = drain_decision(state["messages"], rows, counters, settings)
+            decision = drain_decision(state["messages"], rows, counters, settings, self.prompts)
             ended = {**decision, "messages": [*notes, *decision.get("messages", [])]}
             return await self._ended(state, {**update, **ended})
         return {**update, "messages": notes} if notes else update
@@ -206,7 +214,7 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             request.messages,
             history_limit(FULL, settings.history_limit, rows),
         )
-        shaped = turn_request(request, rows, settings, recorded)
+        shaped = turn_request(request, rows, settings, recorded, self.prompts)
         response = await handler(shaped)
         answer = _answer(response)
         if answer is None:
@@ -230,7 +238,11 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
             return {"llmCalls": llm_calls}
         rows = await self._rows(state)
         decision = drain_decision(
-            state["messages"], rows, _counters(state, llm_calls), self._settings(runtime)
+            state["messages"],
+            rows,
+            _counters(state, llm_calls),
+            self._settings(runtime),
+            self.prompts,
         )
         update = {"llmCalls": llm_calls, "todos": _todos(rows, state), **decision}
         if decision.get("turnStatus", "running") != "running":
@@ -242,4 +254,4 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     async def awrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         context = request.runtime.context if request.runtime is not None else None
         user = acting_user(run_settings(context, self._defaults).user_id, get_config())
-        return await run_once(self.database, request, handler, user)
+        return await run_once(self.database, request, handler, user, self._defaults)

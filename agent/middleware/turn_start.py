@@ -29,6 +29,7 @@ from agent.turn.identity import conversation_id_of, latest_human_message, messag
 from agent.turn.lineage import TurnRefused, begin_turn, identity_of
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan, plan_limits
+from prompts import Prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
 from storage.repositories import TurnScope
@@ -42,7 +43,11 @@ def ended(text: str, status: str) -> dict[str, Any]:
 
 
 async def decide_by_message(
-    database: Database, state: Mapping[str, Any], human: HumanMessage, settings: Context
+    database: Database,
+    state: Mapping[str, Any],
+    human: HumanMessage,
+    settings: Context,
+    prompts: Prompts | None = None,
 ) -> dict[str, Any] | None:
     """A message sent while the turn's plan waits for approval answers it (a plain yes
     approves, anything else rejects with its words: ``agent.turn.approval``); None when no
@@ -54,17 +59,20 @@ async def decide_by_message(
         if not awaiting_approval(True, False, open_items):
             return None
         decision = decision_from_message(message_text(human))
-        update = await apply_decision(plan, decision, plan_limits(settings))
+        update = await apply_decision(plan, decision, plan_limits(settings), prompts)
     except ToolFailure as failure:
-        return ended(turn_failed_message(failure.message, None), "failed")
-    return decided_by_message(human, decision, update)
+        return ended(turn_failed_message(failure.message, None, prompts), "failed")
+    return decided_by_message(human, decision, update, prompts)
 
 
 async def start_turn(
-    database: Database, state: Mapping[str, Any], settings: Context
+    database: Database,
+    state: Mapping[str, Any],
+    settings: Context,
+    prompts: Prompts | None = None,
 ) -> dict[str, Any] | None:
     """The state update that starts the turn of the newest human message (None: the turn
-    already runs, this run goes on with it)."""
+    already runs, this run goes on with it); ``prompts``: the middleware's texts."""
     human = latest_human_message(state.get("messages", []))
     running = state.get("turnStatus") == "running"
     if human is not None and human.id == state.get("turnMessageId") and running:
@@ -72,7 +80,7 @@ async def start_turn(
     if human is None or human.id == state.get("turnMessageId"):
         return ended(NO_REQUEST, "failed")
     if running and state.get("approvePlan") and not state.get("planApproved"):
-        decided = await decide_by_message(database, state, human, settings)
+        decided = await decide_by_message(database, state, human, settings, prompts)
         if decided is not None:
             return decided
     config = get_config()
@@ -92,9 +100,9 @@ async def start_turn(
             previous_turn=state.get("turnId") or None,
         )
     except TurnRefused as refused:
-        return ended(turn_failed_message(str(refused), None), "failed")
+        return ended(turn_failed_message(str(refused), None, prompts), "failed")
     except ToolFailure as failure:
-        return ended(turn_failed_message(failure.message, None), "failed")
+        return ended(turn_failed_message(failure.message, None, prompts), "failed")
     return {
         "conversationId": claim.scope.conversation_id,
         "turnId": claim.scope.turn_id,

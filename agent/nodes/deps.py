@@ -32,7 +32,7 @@ from agent.prompting.builder import (
 )
 from agent.tool_names import CONTINUE_OPEN_TODOS
 from agent.turn.superseded import RunFates
-from prompts import load_all_prompts, load_prompt, render_prompt
+from prompts import Prompts, chosen
 from storage import Database
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import TurnTodo
@@ -46,12 +46,12 @@ NOTE_TITLES = 3
 """Titles of open rows the open-items note names (the count says how many there are)."""
 
 
-def open_items_note(titles: Sequence[str]) -> str:
+def open_items_note(titles: Sequence[str], prompts: Prompts | None = None) -> str:
     """The one line telling the plan step that earlier turns left ``titles`` open."""
     named = ", ".join(f"'{title}'" for title in titles[:NOTE_TITLES])
     if len(titles) > NOTE_TITLES:
         named += ", …"
-    return render_prompt("open_todos_note", count=len(titles), titles=named)
+    return chosen(prompts).render("open_todos_note", count=len(titles), titles=named)
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,9 @@ class SupervisorDeps:
     run_fates: RunFates | None = None
     """How a run asks the LangGraph Server it runs in what became of the thread's other runs
     (``agent.turn.superseded``); None for Python callers, which have no server runs."""
+    prompts: Prompts = field(default_factory=Prompts.at)
+    """The graph's prompt texts (``build_graph(prompts_dir=...)``), passed to everything that
+    renders one; default: the environment's."""
     _prompts_ready: bool = field(default=False, init=False)
     _bound: dict[asyncio.AbstractEventLoop, BoundModels] = field(default_factory=dict, init=False)
     """Bound models per event loop; a loop's entries go when ``asyncio.run`` ends it (the chat
@@ -97,7 +100,7 @@ class SupervisorDeps:
         """Read the prompt files once, off the event loop (the dev server rejects blocking
         file reads in async code); later prompt use is served from memory."""
         if not self._prompts_ready:
-            await asyncio.to_thread(load_all_prompts)
+            await asyncio.to_thread(self.prompts.load_all)
             self._prompts_ready = True
 
     def base_prompt(
@@ -112,7 +115,7 @@ class SupervisorDeps:
         key = (profile.name, phase, planning, *run_tools.key)
         prompt = self._prompts.get(key)
         if prompt is None:
-            sections = [load_prompt(name) for name in run_tools.prompt_sections]
+            sections = [self.prompts.load(name) for name in run_tools.prompt_sections]
             prompt = system_prompt(
                 run_tools.names,
                 sections,
@@ -120,6 +123,7 @@ class SupervisorDeps:
                 profile=profile,
                 phase=phase,
                 planning=planning,
+                prompts=self.prompts,
             )
             if len(self._prompts) >= BOUND_LIMIT:
                 self._prompts.pop(next(iter(self._prompts)))
@@ -216,14 +220,15 @@ class SupervisorDeps:
             from agent.prompting import compact_tools
 
             binding = compact_tools.step_binding(
-                run_tools.tools, rows, history, required_tool, request
+                run_tools.tools, rows, history, required_tool, request, prompts=self.prompts
             )
-            model = compact_tools.bind_step(await self.chat_model(context), binding, rows)
+            chat = await self.chat_model(context)
+            model = compact_tools.bind_step(chat, binding, rows, prompts=self.prompts)
         base_prompt = self.base_prompt(
             run_tools, profile, step_phase(rows, required_tool), context.planning
         )
         if offer_continue and profile.tools == "by_phase":
-            base_prompt = f"{base_prompt}\n\n{open_items_note(open_elsewhere)}"
+            base_prompt = f"{base_prompt}\n\n{open_items_note(open_elsewhere, self.prompts)}"
         if superseded:
             base_prompt = f"{base_prompt}\n\n{superseded}"
         return StepCall(

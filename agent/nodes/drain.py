@@ -44,6 +44,7 @@ from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
 from agent.turn.usage import store_row_usage, todos_with_usage, turn_usage
+from prompts import Prompts
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -66,7 +67,9 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 plan = TurnPlan(deps.database, scope)
                 rows, _ = await plan.rows()
                 if awaiting_approval(state.approvePlan, state.planApproved, open_rows(rows)):
-                    approval = await ask_for_approval(plan, rows, plan_limits(context))
+                    approval = await ask_for_approval(
+                        plan, rows, plan_limits(context), deps.prompts
+                    )
                 known = None  # the approval may have changed them
             claim = await claim_next_step(
                 deps.database, state, read_rows=True, known_rows=known, saved=deps.checkpoints
@@ -77,15 +80,15 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 # its own copy of the plan, never on the original turn's rows; run again to
                 # take the answer, its claim finds the same fork (``agent.turn.lineage``).
                 plan = TurnPlan(deps.database, claim.scope)
-                approval = await ask_for_approval(plan, rows, plan_limits(context))
+                approval = await ask_for_approval(plan, rows, plan_limits(context), deps.prompts)
                 rows, _ = await plan.rows()
             counts = count_rows(rows)
         except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, None)
-        result = _drain(state, context, rows, counts)
+            return end_turn_with_failure(failure.message, None, prompts=deps.prompts)
+        result = _drain(state, context, rows, counts, deps.prompts)
         if context.audit_model and rows and result.get("turnStatus") == "answered":
             snapshot = folded_snapshot(rows, state.todos, state.evidenceLog)
-            result = await audited(state, context, snapshot, result)
+            result = await audited(state, context, snapshot, result, deps.prompts)
         if result.get("turnStatus", "running") != "running":
             await store_row_usage(deps.database, claim.scope, state.rowUsage, state.usageEstimated)
         messages = [*approval.pop("messages", []), *result.pop("messages", [])]
@@ -118,7 +121,11 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
 
 
 def _drain(
-    state: SupervisorState, context: Context, rows: list[TurnTodo], counts: PlanCounts
+    state: SupervisorState,
+    context: Context,
+    rows: list[TurnTodo],
+    counts: PlanCounts,
+    prompts: Prompts,
 ) -> dict[str, Any]:
     """The decision itself (``agent.turn.drain_rule``), from the state and the rows just read."""
     counters = TurnCounters(
@@ -127,4 +134,4 @@ def _drain(
         reminders_in_a_row=state.remindersInARow,
         usage=turn_usage(state),
     )
-    return drain_decision(state.messages, rows, counters, context)
+    return drain_decision(state.messages, rows, counters, context, prompts)

@@ -77,7 +77,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 deps.database, state, read_rows=True, known_rows=known, saved=deps.checkpoints
             )
         except ToolFailure as failure:
-            return end_turn_with_failure(failure.message, None)
+            return end_turn_with_failure(failure.message, None, prompts=deps.prompts)
         update = {**claim.update(), **NOTHING_HANDED}
         todos = state.todos
         shown = handed is not None and handed.shown and claim.forked_from is None
@@ -116,6 +116,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
                 usage=usage,
                 idle=IdleCount(state.progressMark, state.idleRounds, state.idleCalls),
                 context=context,
+                prompts=deps.prompts,
             )
             update.update(verdict.update)
             update["toolErrors"] = operator_faults(state.messages, state.turnMessageId)

@@ -40,6 +40,7 @@ from agent.turn.usage import (
     charged_rows,
     usage_after_call,
 )
+from prompts import Prompts
 from storage.models import TurnTodo
 from storage.repositories import TurnScope
 
@@ -88,11 +89,14 @@ def _first_line(error: BaseException) -> str:
 
 
 def end_turn_with_failure(
-    reason: str, rows: Sequence[TurnTodo] | None, update: dict[str, Any] | None = None
+    reason: str,
+    rows: Sequence[TurnTodo] | None,
+    update: dict[str, Any] | None = None,
+    prompts: Prompts | None = None,
 ) -> dict[str, Any]:
     """The update that ends the turn with a message saying what failed and where the plan
-    stands (``turnStatus`` ``failed`` routes to the end)."""
-    message = AIMessage(content=turn_failed_message(reason, rows))
+    stands (``turnStatus`` ``failed`` routes to the end); ``prompts``: the graph's texts."""
+    message = AIMessage(content=turn_failed_message(reason, rows, prompts))
     ended = {**NOTHING_HANDED, **NOT_FRESH, "messages": [message], "turnStatus": "failed"}
     return {**(update or {}), **ended}
 
@@ -113,7 +117,7 @@ async def model_step(
     try:
         rows = await _rows_of(deps, view)
     except ToolFailure as failure:
-        return end_turn_with_failure(failure.message, None, update)
+        return end_turn_with_failure(failure.message, None, update, deps.prompts)
 
     try:
         replayed = (
@@ -122,7 +126,7 @@ async def model_step(
             else None
         )
     except ToolFailure as failure:
-        return end_turn_with_failure(failure.message, rows, update)
+        return end_turn_with_failure(failure.message, rows, update, deps.prompts)
     if replayed is not None:
         # The calls of this answer may have run already: the tools step reads their records.
         update.update(_charge(view, rows, replayed, None))
@@ -149,6 +153,7 @@ async def model_step(
             turn_message_id=view.turn_message_id,
             profile=step.profile,
             recorded=recorded,
+            prompts=deps.prompts,
         )
         recorder = UsageRecorder()
         config = merge_configs(ensure_config(), {"callbacks": [recorder]})
@@ -160,14 +165,17 @@ async def model_step(
     except (GraphBubbleUp, asyncio.CancelledError):
         raise
     except ToolFailure as failure:  # the recorded results could not be read or written
-        return end_turn_with_failure(failure.message, rows, update)
+        return end_turn_with_failure(failure.message, rows, update, deps.prompts)
     except Exception as error:  # the model boundary: any failure ends the turn, explained
         logger.warning("model call failed: %r", error, exc_info=logger.isEnabledFor(logging.DEBUG))
         reason = f"the language model failed ({type(error).__name__}: {_first_line(error)})."
-        return end_turn_with_failure(reason, rows, update)
+        return end_turn_with_failure(reason, rows, update, deps.prompts)
     if not isinstance(response, AIMessage):
         return end_turn_with_failure(
-            f"the language model returned {type(response).__name__}, not a message.", rows, update
+            f"the language model returned {type(response).__name__}, not a message.",
+            rows,
+            update,
+            deps.prompts,
         )
 
     update.update(_charge(view, rows, answered, prompt, recorder))

@@ -69,7 +69,7 @@ from agent.turn.run_input import (
     run_messages,
 )
 from agent.turn.superseded import close_superseded_turns, superseded_note
-from prompts import load_prompt
+from prompts import Prompts
 from storage.repositories import TurnScope
 
 NO_REQUEST = "There is no new message to answer: send a human message to start a turn."
@@ -114,20 +114,20 @@ async def edit_plan(
     }
 
 
-def continue_request(identity: RunIdentity) -> HumanMessage:
+def continue_request(identity: RunIdentity, prompts: Prompts) -> HumanMessage:
     """The message of a turn that only asks to continue the plan (``continuePlan`` with no
     message of its own). Its id comes from the run (the server's run, else the LangGraph
     task), so the same run started again names the same turn."""
     return HumanMessage(
-        content=load_prompt("continue_request"),
+        content=prompts.load("continue_request"),
         id=f"continue-{identity.run_id or identity.task_id}",
     )
 
 
-def nothing_to_continue(turn_start: dict[str, Any]) -> dict[str, Any]:
+def nothing_to_continue(turn_start: dict[str, Any], prompts: Prompts) -> dict[str, Any]:
     """The turn's answer when it was asked to continue a plan and no earlier turn left rows
     open: it says so, and nothing is planned."""
-    answer = AIMessage(content=load_prompt("nothing_to_continue"))
+    answer = AIMessage(content=prompts.load("nothing_to_continue"))
     return {
         **turn_start,
         "messages": [*turn_start.get("messages", []), answer],
@@ -148,7 +148,7 @@ async def close_superseded(deps: SupervisorDeps, scope: TurnScope, identity: Run
         run_id=identity.run_id,
         fates=deps.run_fates,
     )
-    return superseded_note(turns)
+    return superseded_note(turns, deps.prompts)
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ def read_plan_run(
     config = get_config()
     identity = identity_of(config, deps.checkpoints)
     history = list(state.messages)
-    asked = continue_request(identity) if state.continuePlan else None
+    asked = continue_request(identity, deps.prompts) if state.continuePlan else None
     if asked is not None and (human is None or human.id == state.turnMessageId != asked.id):
         human = asked
         history.append(human)
@@ -264,8 +264,8 @@ async def decide_approval(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
     assert human is not None
     plan = TurnPlan(deps.database, TurnScope(state.conversationId, state.turnId))
     decision = decision_from_message(message_text(human))
-    update = await apply_decision(plan, decision, plan_limits(run.context))
-    return decided_by_message(human, decision, update)
+    update = await apply_decision(plan, decision, plan_limits(run.context), deps.prompts)
+    return decided_by_message(human, decision, update, deps.prompts)
 
 
 def turn_start_fields(named: TurnScope, human: HumanMessage, context: Context) -> dict[str, Any]:
@@ -320,7 +320,7 @@ async def refused_continuation(
     try:
         too_long = await continuation_problem(deps.database, named, plan_limits(context))
     except ToolFailure as failure:
-        return end_turn_with_failure(failure.message, None)
+        return end_turn_with_failure(failure.message, None, prompts=deps.prompts)
     if too_long is None:
         return None
     added = [] if run.human is run.asked else run_messages(run.history, state.turnMessageId)
@@ -353,17 +353,19 @@ async def new_turn(deps: SupervisorDeps, run: PlanRun) -> dict[str, Any]:
             previous_turn=(state.turnId or None) if state.turnId != named.turn_id else None,
         )
     except TurnRefused as refused_turn:
-        return end_turn_with_failure(str(refused_turn), None, turn_start)
+        return end_turn_with_failure(str(refused_turn), None, turn_start, deps.prompts)
     except ToolFailure as failure:
-        return end_turn_with_failure(failure.message, None, turn_start)
+        return end_turn_with_failure(failure.message, None, turn_start, prompts=deps.prompts)
     turn_start.update(claim.update())
     if len(run.history) > len(state.messages):
         turn_start["messages"] = [human]
     if state.continuePlan and context.planning == "off":
         # The copies would be rows no step of this run may close (no plan tools): declined
         # before anything is copied, so the open rows stay where they are.
-        reason = load_prompt("continue_needs_planning")
-        return with_turn_message(turn_start, end_turn_with_failure(reason, None, turn_start))
+        reason = deps.prompts.load("continue_needs_planning")
+        return with_turn_message(
+            turn_start, end_turn_with_failure(reason, None, turn_start, prompts=deps.prompts)
+        )
     return await first_step(deps, run, claim, turn_start)
 
 
@@ -383,13 +385,14 @@ async def first_step(
             continued = await continue_open_rows(deps.database, claim.scope, None, limits)
             claim = replace(claim, rows=continued.change.rows)
             if not claim.rows:
-                return nothing_to_continue(turn_start)
+                return nothing_to_continue(turn_start, deps.prompts)
             turn_start["todos"] = [row.to_dict() for row in claim.rows]
         elif deps.offers_continue(context):
             open_elsewhere = tuple(await open_titles_elsewhere(deps.database, claim.scope))
     except ToolFailure as failure:
         return with_turn_message(
-            turn_start, end_turn_with_failure(failure.message, None, turn_start)
+            turn_start,
+            end_turn_with_failure(failure.message, None, turn_start, prompts=deps.prompts),
         )
     if claim.rows is not None:
         # For this step's tools, or drain if the model answers (agent.turn.rows_handoff).
@@ -438,7 +441,7 @@ async def plan_turn(
         if route is not PlanRoute.NEW_TURN:
             return await ROUTES[route](deps, run)
     except ToolFailure as failure:
-        return end_turn_with_failure(failure.message, None)
+        return end_turn_with_failure(failure.message, None, prompts=deps.prompts)
     return await new_turn(deps, run)
 
 

@@ -47,7 +47,7 @@ from agent.llm.embedded_models import is_local_setting
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
 from agent.turn.empty_answer import without_empty_replies
 from agent.turn.identity import call_record_id
-from prompts import load_prompt, render_prompt
+from prompts import Prompts, chosen
 from storage.models import TurnTodo
 
 ProfileName = Literal["full", "compact"]
@@ -186,8 +186,10 @@ def system_prompt(
     profile: PromptProfile = FULL,
     phase: Phase = "planning",
     planning: str = "auto",
+    prompts: Prompts | None = None,
 ) -> str:
-    """The system prompt of ``profile`` for a run binding ``tool_names``, in ``phase``.
+    """The system prompt of ``profile`` for a run binding ``tool_names``, in ``phase``, from
+    ``prompts`` (the graph's or the middleware's; default: the environment's).
 
     Full: the supervisor prompt; the section of the phase (``planning`` when ``create_todo``
     is a run tool, ``working`` when ``complete_todo`` is); the delegation section (listing
@@ -200,24 +202,25 @@ def system_prompt(
     ``planning="off"`` (``Context.planning``): no plan tools are bound, so no section speaks
     of a plan, and the compact profile gets its no-plan prompt.
     """
+    texts = chosen(prompts)
     if planning == "off":
         if not profile.sections:
-            return load_prompt(NO_PLAN_PROMPT)
+            return texts.load(NO_PLAN_PROMPT)
         tool_names = set(tool_names) - TODO_TOOL_NAMES - {DELEGATE}
-    sections = [load_prompt(profile.supervisor_prompt)]
+    sections = [texts.load(profile.supervisor_prompt)]
     if not profile.sections:
         return sections[0]
     delegating = DELEGATE in tool_names
     if phase == "planning" and "create_todo" in tool_names:
-        rule = load_prompt("agent_type_delegate" if delegating else "agent_type_label")
-        sections.append(render_prompt("planning", agent_type_rule=rule))
+        rule = texts.load("agent_type_delegate" if delegating else "agent_type_label")
+        sections.append(texts.render("planning", agent_type_rule=rule))
     if phase == "working" and "complete_todo" in tool_names:
-        sections.append(load_prompt("working"))
+        sections.append(texts.load("working"))
     if delegating:
         listing = "\n".join(
             f"- `{name}`: {description}" for name, description in (agent_types or {}).items()
         )
-        sections.append(render_prompt("delegation", workers=listing))
+        sections.append(texts.render("delegation", workers=listing))
     sections.extend(extra_sections)
     return "\n\n".join(sections)
 
@@ -293,7 +296,12 @@ def request_reminder(request: str) -> str:
 
 
 def plan_view(
-    rows: Sequence[TurnTodo], request: str, *, show_request: bool, profile: PromptProfile = FULL
+    rows: Sequence[TurnTodo],
+    request: str,
+    *,
+    show_request: bool,
+    profile: PromptProfile = FULL,
+    prompts: Prompts | None = None,
 ) -> str:
     """A compact, current view of the turn's plan, in plan order, as one paragraph (no blank
     line). Full: closed items with a short outcome, the items in progress with their ids and
@@ -304,13 +312,15 @@ def plan_view(
     ids = _ids_to_show(rows) if profile.ids else set()
     return "\n".join(
         line
-        for line in render_prompt(
+        for line in chosen(prompts)
+        .render(
             profile.plan_view_prompt,
             closed=closed,
             total=len(rows),
             request_line=request_reminder(request) if show_request else "",
             items="\n".join(_plan_line(row, profile, show_id=row.id in ids) for row in rows),
-        ).splitlines()
+        )
+        .splitlines()
         if line.strip()
     )
 
@@ -534,11 +544,13 @@ def model_messages(
     turn_message_id: str | None,
     profile: PromptProfile = FULL,
     recorded: Mapping[str, str] | None = None,
+    prompts: Prompts | None = None,
 ) -> list[BaseMessage]:
     """The messages of one LLM call under ``profile`` (the tools are bound to the model).
 
     ``base_prompt`` is the system message, the same on every call. ``recorded`` holds the
-    results of orphaned calls that ran (``agent.turn.call_ledger``).
+    results of orphaned calls that ran (``agent.turn.call_ledger``); ``prompts``: the plan
+    view's texts (default: the environment's).
 
     With a plan and the request in ``history``, a profile that reports steps in its view
     (``FULL``) sends the newest ``history_limit`` messages of earlier turns (cut once for the
@@ -555,7 +567,7 @@ def model_messages(
         )
         turn = _prepared(history[start + 1 :], recorded)
         steps = history_window(unreported_steps(turn), history_limit)
-        view = plan_view(rows, turn_request, show_request=False, profile=profile)
+        view = plan_view(rows, turn_request, show_request=False, profile=profile, prompts=prompts)
         return alternating(
             [
                 SystemMessage(content=base_prompt),
@@ -574,7 +586,13 @@ def model_messages(
     )
     prompt: list[BaseMessage] = [SystemMessage(content=base_prompt), *window]
     if rows:
-        view = plan_view(rows, turn_request, show_request=not request_visible, profile=profile)
+        view = plan_view(
+            rows,
+            turn_request,
+            show_request=not request_visible,
+            profile=profile,
+            prompts=prompts,
+        )
         prompt.append(HumanMessage(content=view))
     elif turn_request and not request_visible:
         prompt.append(HumanMessage(content=request_reminder(turn_request)))

@@ -102,7 +102,8 @@ from agent.prompting.request_steps import (
 )
 from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, TODO_TOOL_NAMES
 from agent.turn.outcome import not_done_answer, plan_finished_message
-from prompts import load_prompt, render_prompt
+from prompts import Prompts
+from prompts import chosen as texts_of
 from storage.models import TurnTodo
 
 MAX_STRING_LENGTH = 120
@@ -227,13 +228,13 @@ def _listing(payload: Mapping[str, Any]) -> str | None:
     return f"{len(titles)} {which}task(s): {listed}"
 
 
-def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
+def action_outcomes(history: Sequence[AnyMessage], prompts: Prompts | None = None) -> list[str]:
     """Outcomes to close the item with: one per successful action of the current item, e.g.
     ``add_task: buy groceries`` (the tool, and the title it reports), or for a list every title
     it returned, so the answer built from the rows shows what the user asked to see."""
     outcomes = []
     for result in reversed(_since_last_todo_result(history)):
-        if _failed(result):
+        if _failed(result, prompts=prompts):
             continue
         payload = _payload(result)
         listing = _listing(payload)
@@ -250,9 +251,11 @@ def action_outcomes(history: Sequence[AnyMessage]) -> list[str]:
     return list(dict.fromkeys(outcomes))
 
 
-def failure_outcome(history: Sequence[AnyMessage]) -> str:
+def failure_outcome(history: Sequence[AnyMessage], prompts: Prompts | None = None) -> str:
     """Why the current item is cancelled: the last failed action's error, in a line."""
-    failures = [result for result in _since_last_todo_result(history) if _failed(result)]
+    failures = [
+        result for result in _since_last_todo_result(history) if _failed(result, prompts=prompts)
+    ]
     if not failures:
         return "no tool could do it"
     last = failures[0]
@@ -264,22 +267,25 @@ def failure_outcome(history: Sequence[AnyMessage]) -> str:
     return f"{last.name} failed: {' '.join(text.split())}"[:MAX_STRING_LENGTH]
 
 
-def _action_succeeded(history: Sequence[AnyMessage]) -> bool:
-    return any(not _failed(result) for result in _since_last_todo_result(history))
+def _action_succeeded(history: Sequence[AnyMessage], prompts: Prompts | None = None) -> bool:
+    return any(not _failed(result, prompts=prompts) for result in _since_last_todo_result(history))
 
 
-def _failed(result: ToolMessage) -> bool:
+def _failed(result: ToolMessage, prompts: Prompts | None = None) -> bool:
     """An error, or a worker's report that its action failed (a compact worker answers
     ``direct_failed``: "Not done: ..."), so a delegated item is not closed as completed."""
     if result.status == "error":
         return True
     report = _payload(result).get("result") if result.name == DELEGATE else None
-    not_done = render_prompt("direct_failed", outcome="").strip()
+    not_done = texts_of(prompts).render("direct_failed", outcome="").strip()
     return isinstance(report, str) and report.strip().startswith(not_done)
 
 
 def step_phase(
-    rows: Sequence[TurnTodo], history: Sequence[AnyMessage], required_tool: str | None
+    rows: Sequence[TurnTodo],
+    history: Sequence[AnyMessage],
+    required_tool: str | None,
+    prompts: Prompts | None = None,
 ) -> Phase:
     """What this call is for, from the plan rows and the history (pure, so it is testable)."""
     if required_tool is None and not rows and _since_last_todo_result(history):
@@ -291,7 +297,7 @@ def step_phase(
         return "answer"
     results = _since_last_todo_result(history)
     attempts = 1 if planned_action(current) is not None else ACTION_ATTEMPTS
-    if _action_succeeded(history) or len(results) >= attempts:
+    if _action_succeeded(history, prompts=prompts) or len(results) >= attempts:
         return "close"
     return "act"
 
@@ -334,9 +340,10 @@ def step_binding(
     history: Sequence[AnyMessage],
     required_tool: str | None,
     request: str = "",
+    prompts: Prompts | None = None,
 ) -> StepBinding:
     """Only the tools this step needs, and whether the model must call one of them."""
-    phase = step_phase(rows, history, required_tool)
+    phase = step_phase(rows, history, required_tool, prompts=prompts)
     by_name = {tool.name: tool for tool in tools}
     current = next((row for row in rows if row.status == "in_progress"), None)
     domain_tools = [
@@ -353,6 +360,7 @@ def step_binding(
                 required_tool == "create_todo",
                 history,
                 can_ask=ASK_USER in by_name,
+                prompts=prompts,
             )
         if required_tool is not None:
             return StepBinding(
@@ -363,19 +371,24 @@ def step_binding(
             phase, [compact_tool(by_name[name]) for name in names], "auto", PLAN_MAX_TOKENS
         )
     if phase == "answer" and not rows:
-        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=direct_reply(history))
+        return StepBinding(
+            "answer", [], None, ANSWER_MAX_TOKENS, reply=direct_reply(history, prompts=prompts)
+        )
     if phase == "answer" or current is None:
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     if phase == "close":
         # The harness closes the item from what its action returned: completed with the tool's
         # own report, or cancelled with the error. (Offered the choice, a small model picked
         # "cancelled" at random and wrote "completed_todo" as the outcome; measured.)
-        if _action_succeeded(history):
-            args = {"todoId": current.id, "outcome": "; ".join(action_outcomes(history))}
+        if _action_succeeded(history, prompts=prompts):
+            args = {
+                "todoId": current.id,
+                "outcome": "; ".join(action_outcomes(history, prompts=prompts)),
+            }
         else:
             args = {
                 "todoId": current.id,
-                "outcome": failure_outcome(history),
+                "outcome": failure_outcome(history, prompts=prompts),
                 "status": "cancelled",
             }
         return StepBinding(
@@ -385,7 +398,7 @@ def step_binding(
             ACTION_MAX_TOKENS,
             reply=_tool_call_message("complete_todo", args),
         )
-    return _act_binding(current, by_name, domain_tools, history, request)
+    return _act_binding(current, by_name, domain_tools, history, request, prompts=prompts)
 
 
 def _act_binding(
@@ -394,6 +407,7 @@ def _act_binding(
     domain_tools: Sequence[BaseTool],
     history: Sequence[AnyMessage],
     request: str,
+    prompts: Prompts | None = None,
 ) -> StepBinding:
     """The act step of the item in progress: its planned action (asked about first when it
     cannot be taken back and the words are not this turn's), its worker, or the model's choice
@@ -409,7 +423,9 @@ def _act_binding(
             reply=_tool_call_message("complete_todo", args),
         )
     if planned is not None and planned.tool in by_name:
-        unconfirmed = _unconfirmed(by_name[planned.tool], current, planned, history, request)
+        unconfirmed = _unconfirmed(
+            by_name[planned.tool], current, planned, history, request, prompts=prompts
+        )
         if unconfirmed is not None:
             return unconfirmed
         return _planned_action_binding(
@@ -419,6 +435,7 @@ def _act_binding(
             history,
             todo_id=current.id,
             can_ask=ASK_USER in by_name,
+            prompts=prompts,
         )
     if planned is not None and current.agentType and DELEGATE in by_name:
         # A worker's tool: the harness hands the item to the worker its row names.
@@ -436,6 +453,7 @@ def _direct_action(
     history: Sequence[AnyMessage] = (),
     *,
     can_ask: bool = False,
+    prompts: Prompts | None = None,
 ) -> AIMessage | None:
     """The call of a lone item whose arguments the user's words fix, made without a plan."""
     if len(items) != 1:
@@ -444,23 +462,31 @@ def _direct_action(
     by_name = {tool.name: tool for tool in tools}
     if action is None or action.tool not in by_name or agent_type(by_name[action.tool]):
         return None
-    binding = _planned_action_binding(by_name[action.tool], action, tools, history, can_ask=can_ask)
+    binding = _planned_action_binding(
+        by_name[action.tool], action, tools, history, can_ask=can_ask, prompts=prompts
+    )
     return binding.reply
 
 
-def direct_answer(history: Sequence[AnyMessage]) -> str:
+def direct_answer(history: Sequence[AnyMessage], prompts: Prompts | None = None) -> str:
     """The answer of a one-step request done without a plan, from what its action returned."""
-    outcomes = action_outcomes(history)
+    outcomes = action_outcomes(history, prompts=prompts)
     if outcomes:
-        return render_prompt("direct_done", outcome="; ".join(outcomes))
-    return render_prompt("direct_failed", outcome=failure_outcome(history))
+        return texts_of(prompts).render("direct_done", outcome="; ".join(outcomes))
+    return texts_of(prompts).render(
+        "direct_failed", outcome=failure_outcome(history, prompts=prompts)
+    )
 
 
-def direct_reply(history: Sequence[AnyMessage]) -> AIMessage:
+def direct_reply(history: Sequence[AnyMessage], prompts: Prompts | None = None) -> AIMessage:
     """``direct_answer`` as the turn's answer; a failed action's is marked not done, so the
     turn ends ``incomplete`` (``agent.turn.outcome.not_done_answer``), never ``answered``."""
-    text = direct_answer(history)
-    return AIMessage(content=text) if action_outcomes(history) else not_done_answer(text)
+    text = direct_answer(history, prompts=prompts)
+    return (
+        AIMessage(content=text)
+        if action_outcomes(history, prompts=prompts)
+        else not_done_answer(text)
+    )
 
 
 def _planned_action_binding(
@@ -471,6 +497,7 @@ def _planned_action_binding(
     *,
     todo_id: str | None = None,
     can_ask: bool = False,
+    prompts: Prompts | None = None,
 ) -> StepBinding:
     """The act step of an item whose tool the plan chose: only that tool, its first free text
     argument the item's target, any other the other quoted words of its clause. When that
@@ -491,7 +518,9 @@ def _planned_action_binding(
         if listed is None:
             reply = lookup_call(lister)
             return StepBinding("act", [], lister.name, ACTION_MAX_TOKENS, reply=reply)
-        chosen = _chosen_task(target, listed, target in quotes, history, todo_id, can_ask)
+        chosen = _chosen_task(
+            target, listed, target in quotes, history, todo_id, can_ask, prompts=prompts
+        )
         if isinstance(chosen, StepBinding):
             return chosen
         target = task_reference(chosen)
@@ -562,6 +591,7 @@ def _chosen_task(
     history: Sequence[AnyMessage],
     todo_id: str | None,
     can_ask: bool,
+    prompts: Prompts | None = None,
 ) -> Mapping[str, Any] | StepBinding:
     """The listed task the item acts on, or the step that asks the user which one, or the
     step that says nothing was changed. A word that points back ("it") is never searched for
@@ -579,10 +609,12 @@ def _chosen_task(
         if picked is not None:
             return picked
     if not candidates:
-        return _not_done(render_prompt("no_such_task", words=target), todo_id)
+        return _not_done(
+            texts_of(prompts).render("no_such_task", words=target), todo_id, prompts=prompts
+        )
     if answer is None and can_ask:
         titles = [str(task["title"])[:MAX_OPTION_LENGTH] for task in candidates]
-        question = render_prompt("which_task", words=target).strip()
+        question = texts_of(prompts).render("which_task", words=target).strip()
         call_id = f"{ASK_CALL_PREFIX}{uuid.uuid4().hex[:20]}"
         reply = AIMessage(
             content="",
@@ -596,10 +628,14 @@ def _chosen_task(
         )
         return StepBinding("act", [], ASK_USER, ACTION_MAX_TOKENS, reply=reply)
     named = ", ".join(f"'{task['title']}'" for task in candidates)
-    return _not_done(render_prompt("task_not_chosen", words=target, candidates=named), todo_id)
+    return _not_done(
+        texts_of(prompts).render("task_not_chosen", words=target, candidates=named),
+        todo_id,
+        prompts=prompts,
+    )
 
 
-def _not_done(outcome: str, todo_id: str | None) -> StepBinding:
+def _not_done(outcome: str, todo_id: str | None, prompts: Prompts | None = None) -> StepBinding:
     """The step that ends an action the harness would not make: the item cancelled with the
     reason, or, for a request done without a plan, the answer saying it."""
     outcome = outcome.strip()
@@ -607,7 +643,7 @@ def _not_done(outcome: str, todo_id: str | None) -> StepBinding:
         args = {"todoId": todo_id, "outcome": outcome, "status": "cancelled"}
         reply = _tool_call_message("complete_todo", args)
         return StepBinding("close", [], "complete_todo", ACTION_MAX_TOKENS, reply=reply)
-    answer = not_done_answer(render_prompt("direct_failed", outcome=outcome))
+    answer = not_done_answer(texts_of(prompts).render("direct_failed", outcome=outcome))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=answer)
 
 
@@ -634,6 +670,7 @@ def _unconfirmed(
     planned: PlannedAction,
     history: Sequence[AnyMessage],
     request: str,
+    prompts: Prompts | None = None,
 ) -> StepBinding | None:
     """The step that asks the user before an action that cannot be taken back when the words
     it was planned from are not this turn's (a row continued from an earlier turn, or written
@@ -658,7 +695,9 @@ def _unconfirmed(
     if answer is not None and YES.match(answer.strip()):
         return None
     if answer is None:
-        question = render_prompt("confirm_stored_action", title=current.title, action=action)
+        question = texts_of(prompts).render(
+            "confirm_stored_action", title=current.title, action=action
+        )
         call = {
             "name": ASK_USER,
             "args": {"question": question.strip(), "options": ["yes", "no"]},
@@ -666,7 +705,7 @@ def _unconfirmed(
         }
         reply = AIMessage(content="", tool_calls=[call])
         return StepBinding("act", [], ASK_USER, ACTION_MAX_TOKENS, reply=reply)
-    return _not_done(f"not confirmed ({action}); nothing was changed", current.id)
+    return _not_done(f"not confirmed ({action}); nothing was changed", current.id, prompts=prompts)
 
 
 def _since_human(history: Sequence[AnyMessage]) -> list[AnyMessage]:
@@ -688,13 +727,14 @@ def _plan_binding(
     history: Sequence[AnyMessage] = (),
     *,
     can_ask: bool = False,
+    prompts: Prompts | None = None,
 ) -> StepBinding:
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
     when every step is decided, the plan is made without a model call."""
     decided = steps_by_verb(steps, tools)
     doubt = doubtful_step(steps, decided, tools)
     if doubt is not None:
-        reply = not_done_answer(render_prompt("compact_in_doubt", words=doubt.words))
+        reply = not_done_answer(texts_of(prompts).render("compact_in_doubt", words=doubt.words))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     undecided = []
     for step in steps:
@@ -732,7 +772,7 @@ def _plan_binding(
         action = stored_action(items[0]["context"])
         if action is not None and action.tool in by_name and not agent_type(by_name[action.tool]):
             return _planned_action_binding(
-                by_name[action.tool], action, tools, history, can_ask=can_ask
+                by_name[action.tool], action, tools, history, can_ask=can_ask, prompts=prompts
             )
     if items or required:
         return StepBinding(
@@ -750,23 +790,25 @@ def _plan_binding(
             [],
             None,
             ANSWER_MAX_TOKENS,
-            reply=AIMessage(load_prompt("nothing_to_continue")),
+            reply=AIMessage(texts_of(prompts).load("nothing_to_continue")),
         )
-    return _no_action_answer(steps, tools)
+    return _no_action_answer(steps, tools, prompts=prompts)
 
 
-def _no_action_answer(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> StepBinding:
+def _no_action_answer(
+    steps: Sequence[RequestStep], tools: Sequence[BaseTool], prompts: Prompts | None = None
+) -> StepBinding:
     """The answer to a request none of whose steps is an action: a question or small talk is
     the model's to answer in its own words (no tools); a request that only took something back
     ("forget it", "never mind") changed nothing and says so; anything else no tool does is
     said plainly."""
     if any(retraction(step.words) is not None for step in steps):
-        reply = AIMessage(content=load_prompt("nothing_changed"))
+        reply = AIMessage(content=texts_of(prompts).load("nothing_changed"))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     if is_conversation(" ".join(step.clause for step in steps)):
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     names = ", ".join(tool.name for tool in tools)
-    reply = not_done_answer(render_prompt("nothing_to_do", tools=names))
+    reply = not_done_answer(texts_of(prompts).render("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
 
 
@@ -799,7 +841,9 @@ def continuation_message(items: Sequence[Mapping[str, Any]]) -> AIMessage:
     return AIMessage(content="", tool_calls=calls)
 
 
-def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIMessage | None:
+def worker_step(
+    tools: Sequence[BaseTool], history: Sequence[AnyMessage], prompts: Prompts | None = None
+) -> AIMessage | None:
     """A compact worker's next message without its model, or None to ask the model.
 
     The item handed over carries the plan's action in its context (``PlannedAction``):
@@ -822,8 +866,10 @@ def worker_step(tools: Sequence[BaseTool], history: Sequence[AnyMessage]) -> AIM
     if action is None:
         return None
     if _since_last_todo_result(history):
-        return AIMessage(content=direct_answer(history))
-    return _planned_action_binding(by_name[action.tool], action, tools, history).reply
+        return AIMessage(content=direct_answer(history, prompts=prompts))
+    return _planned_action_binding(
+        by_name[action.tool], action, tools, history, prompts=prompts
+    ).reply
 
 
 def _line_action(line: str) -> PlannedAction | None:
@@ -927,7 +973,12 @@ def unwrap_dispatch(message: Any) -> Any:
     return message.model_copy(update={"tool_calls": calls, "additional_kwargs": kwargs})
 
 
-def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTodo] = ()) -> Any:
+def bind_step(
+    model: BaseChatModel,
+    binding: StepBinding,
+    rows: Sequence[TurnTodo] = (),
+    prompts: Prompts | None = None,
+) -> Any:
     """``model`` bound to the step's tools, tool choice, temperature and token cap, or the
     harness's own reply when the step needs no model.
 
@@ -936,14 +987,14 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
     already say what was done, with each outcome (a list step's outcome holds what it listed).
     """
     if binding.phase == "answer" and rows:
-        answer = AIMessage(content=plan_finished_message(rows))
+        answer = AIMessage(content=plan_finished_message(rows, prompts))
         return RunnableLambda(lambda _prompt: answer)
     if binding.reply is not None:
         reply = binding.reply
         return RunnableLambda(lambda _prompt: reply)
     if not binding.tools:
         free = model.bind(temperature=TEMPERATURE, max_tokens=binding.max_tokens)
-        return _conversation(free) if binding.phase == "answer" else free
+        return _conversation(free, prompts=prompts) if binding.phase == "answer" else free
     bound = model.bind_tools(
         binding.tools,
         tool_choice=binding.tool_choice,
@@ -951,42 +1002,46 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
         max_tokens=binding.max_tokens,
     )
     if binding.plan_steps:
-        return _plan_runnable(model, bound, binding, binding.plan_tools)
+        return _plan_runnable(model, bound, binding, binding.plan_tools, prompts=prompts)
     if binding.tool_choice == DISPATCH_TOOL:
         return bound | RunnableLambda(unwrap_dispatch)
     return bound
 
 
-def conversation_prompt(prompt: Any) -> list[AnyMessage]:
+def conversation_prompt(prompt: Any, prompts: Prompts | None = None) -> list[AnyMessage]:
     """The prompt of a question or small talk no tool does: the conversation's own short
     system prompt (``prompts/compact_conversation.md``) and the user's messages of the window,
     without the planning instructions, which a small model answered by echoing the request."""
     messages = prompt.to_messages() if hasattr(prompt, "to_messages") else list(prompt)
     said = [message for message in messages if isinstance(message, HumanMessage)]
-    return [SystemMessage(content=load_prompt("compact_conversation")), *said[-1:]]
+    return [SystemMessage(content=texts_of(prompts).load("compact_conversation")), *said[-1:]]
 
 
-def _conversation(free: Any) -> Any:
+def _conversation(free: Any, prompts: Prompts | None = None) -> Any:
     """The model's own answer to a question or small talk, with its short prompt; a reply that
     only repeats the user's words or says nothing is no answer (the embedded 270M model, asked
     "What is 12 times 12?", repeated the question: measured), so the user is told plainly that
     there is no answer and nothing changed."""
 
     async def answer(prompt: Any) -> AIMessage:
-        messages = conversation_prompt(prompt)
+        messages = conversation_prompt(prompt, prompts=prompts)
         reply = await free.ainvoke(messages)
         text = reply.text if isinstance(reply, AIMessage) else str(reply)
         said = " ".join(messages[-1].text.split()).casefold().strip(" ?!.") if messages else ""
         spoken = " ".join(text.split()).casefold().strip(" ?!.")
         if not spoken or (said and (said in spoken or spoken in said)):
-            return not_done_answer(load_prompt("conversation_unanswered"))
+            return not_done_answer(texts_of(prompts).load("conversation_unanswered"))
         return reply if isinstance(reply, AIMessage) else AIMessage(content=text)
 
     return RunnableLambda(answer)
 
 
 def _plan_runnable(
-    model: BaseChatModel, bound: Any, binding: StepBinding, tools: Sequence[BaseTool]
+    model: BaseChatModel,
+    bound: Any,
+    binding: StepBinding,
+    tools: Sequence[BaseTool],
+    prompts: Prompts | None = None,
 ) -> Any:
     """The plan call: the model's classification of the request's steps, as ``create_todo``.
 
@@ -1008,7 +1063,9 @@ def _plan_runnable(
         if not items and binding.plan_required:
             items = whole_request_items(steps)
         direct = (
-            _direct_action(items, tools, binding.plan_history, can_ask=binding.plan_can_ask)
+            _direct_action(
+                items, tools, binding.plan_history, can_ask=binding.plan_can_ask, prompts=prompts
+            )
             if not binding.plan_required
             else None
         )

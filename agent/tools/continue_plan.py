@@ -22,16 +22,17 @@ from agent.turn.continuation import ContinuedPlan, continue_open_rows
 from agent.turn.plan_rows import plan_limits
 from agent.turn.progress import emit_todo_events
 from agent.turn.rows_handoff import step_rows
-from prompts import load_prompt
+from prompts import Prompts, chosen
 from storage import Database
 
 
-def continued_result(continued: ContinuedPlan) -> str:
+def continued_result(continued: ContinuedPlan, prompts: Prompts | None = None) -> str:
     """The tool's result: the copies (with the row each continues) and the item to work now,
     or, with nothing left open, a sentence saying so."""
     if not continued.copies:
         return json.dumps(
-            {"continued": [], "message": load_prompt("nothing_to_continue")}, ensure_ascii=False
+            {"continued": [], "message": chosen(prompts).load("nothing_to_continue")},
+            ensure_ascii=False,
         )
     current = continued.change.current
     payload: dict[str, Any] = {
@@ -50,8 +51,12 @@ def continued_result(continued: ContinuedPlan) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
-def build_continue_tool(database: Database) -> BaseTool:
-    """``continue_open_todos`` over the plan rows in ``database``."""
+def build_continue_tool(database: Database, prompts: Prompts | None = None) -> BaseTool:
+    """``continue_open_todos`` over the plan rows in ``database``; ``prompts``: the graph's
+    texts."""
+
+    def result(continued: ContinuedPlan) -> str:
+        return continued_result(continued, prompts)
 
     @tool(CONTINUE_OPEN_TODOS)
     async def continue_open_todos(runtime: ToolRuntimeT) -> str:
@@ -63,14 +68,14 @@ def build_continue_tool(database: Database) -> BaseTool:
             # Rows handed over before this call go stale with it: take them so no later call
             # of the step uses them (``agent.turn.rows_handoff``).
             carried.take(state_value(runtime, "todos"), scope, step)
-        receipt = (call_key(runtime, CONTINUE_OPEN_TODOS), continued_result)
+        receipt = (call_key(runtime, CONTINUE_OPEN_TODOS), result)
         limits = plan_limits(run_context(runtime))
         continued = await continue_open_rows(database, scope, receipt, limits)
         if carried is not None:
             carried.hand(state_value(runtime, "todos"), scope, step, continued.change.rows)
         emit_todo_events(runtime.stream_writer, "planned", continued.copies)
         emit_todo_events(runtime.stream_writer, "started", continued.change.started)
-        return continued_result(continued)
+        return result(continued)
 
     # It changes the plan: it waits for the calls written before it, like the todo tools.
     continue_open_todos.metadata = {IN_ORDER_METADATA: True}

@@ -54,7 +54,7 @@ from agent.turn.usage import turn_usage
 from agent.workers.call_cap import WorkerBudgetSpent, WorkerCallCap, WorkerTokensSpent
 from agent.workers.registry import WorkerRegistry
 from agent.workers.worker import DELEGATE_TOOL_NAME, Worker
-from prompts import load_prompt, render_prompt
+from prompts import CONFIG_KEY, Prompts, chosen
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TurnTodo
 
@@ -144,10 +144,10 @@ def _worker_for(row: TurnTodo, registry: WorkerRegistry) -> Worker:
     return registry[agent_type]
 
 
-def _hand_over(row: TurnTodo, request: str) -> HumanMessage:
+def _hand_over(row: TurnTodo, request: str, prompts: Prompts) -> HumanMessage:
     return HumanMessage(
         id=str(uuid.uuid4()),  # to find where the worker's own messages begin in its output
-        content=render_prompt(
+        content=prompts.render(
             "worker_request",
             title=row.title,
             context=row.context or "(none)",
@@ -167,16 +167,20 @@ def _final_answer(worker: Worker, messages: list[AnyMessage]) -> str:
 
 
 async def _run_worker(
-    worker: Worker, row: TurnTodo, runtime: ToolRuntimeT, cap: WorkerCallCap
+    worker: Worker, row: TurnTodo, runtime: ToolRuntimeT, cap: WorkerCallCap, prompts: Prompts
 ) -> tuple[str, int, list[Any]]:
     """Run ``worker`` on ``row`` to the end: (answer, tool calls it made, tasks it changed).
-    ``cap`` counts its LLM calls and stops the one past the turn's budget."""
+    ``cap`` counts its LLM calls and stops the one past the turn's budget; ``prompts``: the
+    delegating graph's, handed to the worker in its config (``prompts.CONFIG_KEY``)."""
     scope = turn_scope(runtime)
-    await asyncio.to_thread(load_prompt, "worker_request")  # off the loop; cached afterwards
-    hand_over = _hand_over(row, state_value(runtime, "turnRequest", "") or "")
-    config: RunnableConfig = merge_configs(
-        runtime.config, {"callbacks": [cap], "recursion_limit": worker.recursion_limit}
-    )
+    await asyncio.to_thread(prompts.load, "worker_request")  # off the loop; cached afterwards
+    hand_over = _hand_over(row, state_value(runtime, "turnRequest", "") or "", prompts)
+    own: RunnableConfig = {
+        "callbacks": [cap],
+        "recursion_limit": worker.recursion_limit,
+        "configurable": {CONFIG_KEY: prompts},
+    }
+    config: RunnableConfig = merge_configs(runtime.config, own)
     try:
         output = await worker.graph.ainvoke(
             {
@@ -212,8 +216,12 @@ async def _run_worker(
     return _final_answer(worker, produced), calls, list(output.get("modifiedTasks", []))
 
 
-def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseTool:
-    """The ``delegate`` tool for the workers in ``registry``; rows are read from ``database``."""
+def build_delegate_tool(
+    registry: WorkerRegistry, database: Database, prompts: Prompts | None = None
+) -> BaseTool:
+    """The ``delegate`` tool for the workers in ``registry``; rows are read from ``database``;
+    ``prompts``: the graph's texts (the worker's request, and the worker's own prompts)."""
+    texts = chosen(prompts)
 
     @tool(DELEGATE_TOOL_NAME)
     async def delegate(
@@ -243,7 +251,7 @@ def build_delegate_tool(registry: WorkerRegistry, database: Database) -> BaseToo
         )
         emit_delegation_event(runtime.stream_writer, "delegated", row, worker.name)
         try:
-            answer, calls, modified = await _run_worker(worker, row, runtime, cap)
+            answer, calls, modified = await _run_worker(worker, row, runtime, cap, texts)
         except ToolFailure as failure:
             emit_delegation_event(
                 runtime.stream_writer, "returned", row, worker.name, failure.message
@@ -309,13 +317,15 @@ def delegated_tools(registry: WorkerRegistry) -> dict[str, dict[str, Any]]:
     return found
 
 
-def delegation_tools(registry: WorkerRegistry, database: Database) -> list[BaseTool]:
+def delegation_tools(
+    registry: WorkerRegistry, database: Database, prompts: Prompts | None = None
+) -> list[BaseTool]:
     """``[delegate]`` when any worker is registered, else nothing (the default graph). Its
     metadata names the workers' tools, so a plan made from the request's verbs can hand a step
     to the worker that does it."""
     if not registry:
         return []
-    delegate = build_delegate_tool(registry, database)
+    delegate = build_delegate_tool(registry, database, prompts)
     delegate.metadata = {
         **(delegate.metadata or {}),
         WORKER_TOOLS_METADATA: delegated_tools(registry),

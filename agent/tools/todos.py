@@ -37,6 +37,7 @@ from agent.turn.plan_rows import (
 )
 from agent.turn.progress import emit_todo_events
 from agent.turn.rows_handoff import step_rows
+from prompts import Prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, TODO_STATUSES, TurnTodo
 from storage.repositories import TurnScope
@@ -183,11 +184,13 @@ def _with_verifier_usage(
 
 
 def build_todo_tools(
-    database: Database, completion_checks: Mapping[str, CompletionCheck] | None = None
+    database: Database,
+    completion_checks: Mapping[str, CompletionCheck] | None = None,
+    prompts: Prompts | None = None,
 ) -> list[BaseTool]:
     """The three turn-todo tools, reading and writing ``turn_todos`` in ``database``.
     ``completion_checks``: what a row must pass before ``complete_todo`` closes it as completed
-    (``agent.calls.completion``)."""
+    (``agent.calls.completion``); ``prompts``: the verifier model's prompt texts."""
     checks = dict(completion_checks or {})
 
     @tool
@@ -230,7 +233,7 @@ def build_todo_tools(
         plan = TurnPlan(database, scope)
         receipt = Receipt(call_key(runtime, "complete_todo"), _closed)
         context = run_context(runtime)
-        judge = RowJudge(checks, context) if checks or context.verifier_model else None
+        judge = RowJudge(checks, context, prompts) if checks or context.verifier_model else None
         try:
             change = await plan.close(
                 todoId, outcome, status, receipt, known_rows=known, judge=judge

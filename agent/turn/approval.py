@@ -45,7 +45,7 @@ from agent.turn.review import (
     json_arg,
     parse_hitl_response,
 )
-from prompts import load_prompt, render_prompt
+from prompts import Prompts, chosen
 from storage.models import OPEN_TODO_STATUSES, TurnTodo
 
 PLAN_TOOLS = frozenset({"create_todo", "list_todo", "ask_user"})
@@ -117,9 +117,11 @@ def decision_from_message(text: str) -> Decision:
     return Decision("reject", reason=text.strip() or NO_REASON)
 
 
-async def apply_decision(plan: TurnPlan, decision: Decision, limits: PlanLimits) -> dict[str, Any]:
+async def apply_decision(
+    plan: TurnPlan, decision: Decision, limits: PlanLimits, prompts: Prompts | None = None
+) -> dict[str, Any]:
     """Carry out a decision; the state update that records it (``ToolFailure``: an invalid
-    edit, nothing changed)."""
+    edit, nothing changed); ``prompts``: the texts the model is told it in."""
     if decision.action == "approve":
         return {"planApproved": True}
     writer = get_stream_writer()
@@ -128,18 +130,22 @@ async def apply_decision(plan: TurnPlan, decision: Decision, limits: PlanLimits)
         change = await plan.replace_open_items(decision.items, limits)
         emit_todo_events(writer, "planned", change.planned)
         emit_todo_events(writer, "started", change.started)
-        note = HumanMessage(content=load_prompt("plan_edited"), name=REMINDER_NAME)
+        note = HumanMessage(content=chosen(prompts).load("plan_edited"), name=REMINDER_NAME)
         return {"planApproved": True, "messages": [note]}
     cancelled = await plan.cancel_open(f"Rejected by the user: {decision.reason}")
     emit_todo_events(writer, "cancelled", cancelled)
     note = HumanMessage(
-        content=render_prompt("plan_rejected", reason=decision.reason), name=REMINDER_NAME
+        content=chosen(prompts).render("plan_rejected", reason=decision.reason),
+        name=REMINDER_NAME,
     )
     return {"messages": [note]}
 
 
 def decided_by_message(
-    human: HumanMessage, decision: Decision, update: dict[str, Any]
+    human: HumanMessage,
+    decision: Decision,
+    update: dict[str, Any],
+    prompts: Prompts | None = None,
 ) -> dict[str, Any]:
     """``update`` for a decision the user's chat message made: the message leaves the history
     (it answered the pause; kept, a later run without a new message would take it for a new
@@ -147,7 +153,8 @@ def decided_by_message(
     assert human.id, "add_messages gives every message an id"
     notes = list(update.get("messages", []))
     if decision.action == "approve":
-        notes = [HumanMessage(content=load_prompt("plan_approved"), name=REMINDER_NAME)]
+        approved = chosen(prompts).load("plan_approved")
+        notes = [HumanMessage(content=approved, name=REMINDER_NAME)]
     return {**update, "messages": [RemoveMessage(id=human.id), *notes]}
 
 
@@ -193,14 +200,17 @@ def approval_request(rows: Sequence[TurnTodo], error: str = "") -> dict[str, Any
 
 
 async def ask_for_approval(
-    plan: TurnPlan, rows: Sequence[TurnTodo], limits: PlanLimits
+    plan: TurnPlan,
+    rows: Sequence[TurnTodo],
+    limits: PlanLimits,
+    prompts: Prompts | None = None,
 ) -> dict[str, Any]:
     """Pause for the user's decision on the open rows, until a valid one comes."""
     error = ""
     while True:
         value = interrupt(approval_request(rows, error))
         try:
-            return await apply_decision(plan, parse_decision(value), limits)
+            return await apply_decision(plan, parse_decision(value), limits, prompts)
         except ValueError as problem:
             error = str(problem)
         except ToolFailure as failure:

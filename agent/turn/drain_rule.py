@@ -37,7 +37,7 @@ from agent.turn.outcome import (
 )
 from agent.turn.plan_rows import count_rows
 from agent.turn.usage import TurnUsage, tokens_exhausted
-from prompts import render_prompt
+from prompts import Prompts, chosen
 from storage.models import TurnTodo
 
 
@@ -56,12 +56,12 @@ def open_rows(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
     return [row for row in rows if row.status in ("pending", "in_progress")]
 
 
-def reminder(rows: Sequence[TurnTodo]) -> HumanMessage:
+def reminder(rows: Sequence[TurnTodo], prompts: Prompts | None = None) -> HumanMessage:
     """The nudge sent when the model answers with rows still open."""
     remaining = open_rows(rows)
     current = next((row for row in remaining if row.status == "in_progress"), remaining[0])
     return HumanMessage(
-        content=render_prompt(
+        content=chosen(prompts).render(
             "reminder",
             open_count=len(remaining),
             open_titles="; ".join(f'"{row.title}"' for row in remaining),
@@ -77,10 +77,12 @@ def drain_decision(
     rows: list[TurnTodo],
     counters: TurnCounters,
     context: Context,
+    prompts: Prompts | None = None,
 ) -> dict[str, Any]:
     """The update after the newest message: ``turnStatus`` set when the turn ends here (with
     the closing message in ``messages``), else the reminder (if the model answered) and the
-    budget. Keys are the supervisor state's names."""
+    budget. Keys are the supervisor state's names; ``prompts``: the texts of the messages it
+    writes (default: the environment's)."""
     last = messages[-1] if messages else None
     answered = isinstance(last, AIMessage) and not last.tool_calls
     remaining = count_rows(rows).remaining
@@ -92,39 +94,43 @@ def drain_decision(
 
     if not (out_of_calls and remaining):
         # An empty reply is no answer (agent.turn.empty_answer): asked again once, else no_answer.
-        empty = after_empty_reply(messages, rows, call_left=not out_of_calls)
+        empty = after_empty_reply(messages, rows, call_left=not out_of_calls, prompts=prompts)
         if empty is not None:
             return {"iterationBudget": budget, **empty}
     if answered and not remaining:
         assert isinstance(last, AIMessage)
-        return ended(last, rows)
+        return ended(last, rows, prompts)
     if out_of_calls and rows and not remaining:
         # The last item closed on the last allowed call: nothing is missing but the words.
-        message = AIMessage(content=plan_finished_message(rows))
+        message = AIMessage(content=plan_finished_message(rows, prompts))
         return {"messages": [message], "turnStatus": turn_end_status(rows)}
     if out_of_calls:
         message = AIMessage(
             content=tokens_exhausted_message(
-                rows, counters.usage.total_tokens, context.max_turn_tokens
+                rows, counters.usage.total_tokens, context.max_turn_tokens, prompts
             )
             if out_of_tokens and context.max_turn_tokens is not None
-            else budget_exhausted_message(rows, counters.llm_calls)
+            else budget_exhausted_message(rows, counters.llm_calls, prompts)
         )
         return {"messages": [message], "turnStatus": "budget_exhausted", "iterationBudget": budget}
     update: dict[str, Any] = {"iterationBudget": budget, "remindersInARow": 0}
     if answered:
         if counters.reminders_in_a_row >= context.max_reminders:
-            message = AIMessage(content=stalled_message(rows, counters.reminders_in_a_row + 1))
+            message = AIMessage(
+                content=stalled_message(rows, counters.reminders_in_a_row + 1, prompts)
+            )
             return {"messages": [message], "turnStatus": "stalled"}
-        update["messages"] = [reminder(rows)]
+        update["messages"] = [reminder(rows, prompts)]
         update["remindersInARow"] = counters.reminders_in_a_row + 1
     return update
 
 
-def ended(answer: AIMessage, rows: list[TurnTodo]) -> dict[str, Any]:
+def ended(
+    answer: AIMessage, rows: list[TurnTodo], prompts: Prompts | None = None
+) -> dict[str, Any]:
     """The end of a turn the model answered with every row closed: ``answered`` only when all
     that was asked was done; otherwise ``incomplete``, the answer restated with the rows
     cancelled for a failure and why, unless it lists them already."""
     status = turn_end_status(rows, answer)
-    restated = with_not_done(answer, rows) if status == "incomplete" else None
+    restated = with_not_done(answer, rows, prompts) if status == "incomplete" else None
     return {"turnStatus": status, **({"messages": [restated]} if restated else {})}

@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from agent.tool_names import TODO_TOOL_NAMES
 from agent.turn.identity import REMINDER_NAME, message_text
 from agent.turn.outcome import no_answer_message, written_tool_call_message
-from prompts import load_prompt
+from prompts import Prompts, chosen
 from storage.models import TurnTodo
 
 ANSWER_REQUIRED_ID = "turnplan-answer-required-"
@@ -83,12 +83,12 @@ def is_written_tool_call(message: BaseMessage | None) -> bool:
     )
 
 
-def answer_required(*, written_call: bool = False) -> HumanMessage:
+def answer_required(*, written_call: bool = False, prompts: Prompts | None = None) -> HumanMessage:
     """The request for a reply after an empty one (or one that wrote its tool call as text);
     named like the reminders, so it never opens a turn
     (``agent.turn.identity.latest_human_message``)."""
     return HumanMessage(
-        content=load_prompt("tool_call_as_text" if written_call else "answer_required"),
+        content=chosen(prompts).load("tool_call_as_text" if written_call else "answer_required"),
         name=REMINDER_NAME,
         id=f"{ANSWER_REQUIRED_ID}{uuid.uuid4()}",
     )
@@ -103,7 +103,11 @@ def _asked_again(messages: Sequence[AnyMessage]) -> bool:
 
 
 def after_empty_reply(
-    messages: Sequence[AnyMessage], rows: Sequence[TurnTodo], *, call_left: bool
+    messages: Sequence[AnyMessage],
+    rows: Sequence[TurnTodo],
+    *,
+    call_left: bool,
+    prompts: Prompts | None = None,
 ) -> dict[str, Any] | None:
     """``drain``'s decision when the newest message is an empty reply (None when it is not):
     ask once more while a call is left, else end the turn ``no_answer``. The caller first
@@ -115,11 +119,11 @@ def after_empty_reply(
         return None
     asked_again = _asked_again(messages)
     if call_left and not asked_again:
-        return {"messages": [answer_required(written_call=written)]}
+        return {"messages": [answer_required(written_call=written, prompts=prompts)]}
     if written:
-        text = written_tool_call_message(rows, asked_again=asked_again)
+        text = written_tool_call_message(rows, asked_again=asked_again, prompts=prompts)
     else:
-        text = no_answer_message(rows, asked_again=asked_again)
+        text = no_answer_message(rows, asked_again=asked_again, prompts=prompts)
     return {"messages": [AIMessage(content=text)], "turnStatus": "no_answer"}
 
 

@@ -20,7 +20,7 @@ from typing import Literal
 from langchain_core.messages import AIMessage, AnyMessage
 
 from agent.turn.identity import message_text
-from prompts import render_prompt
+from prompts import Prompts, chosen
 from storage.models import TurnTodo
 
 NONE_LINE = "- (none)"
@@ -57,7 +57,9 @@ def _not_done_lines(rows: Sequence[TurnTodo]) -> list[str]:
     return [f"- {row.title}: {row.outcome or 'no reason given'}" for row in rows]
 
 
-def with_not_done(answer: AIMessage, rows: Sequence[TurnTodo]) -> AIMessage | None:
+def with_not_done(
+    answer: AIMessage, rows: Sequence[TurnTodo], prompts: Prompts | None = None
+) -> AIMessage | None:
     """The answer restated (same id: it replaces the model's) with what was not done and why,
     from the rows; None when nothing was left undone or the answer already lists each of them
     in these very lines (the compact profile's answer, built from the rows)."""
@@ -65,7 +67,7 @@ def with_not_done(answer: AIMessage, rows: Sequence[TurnTodo]) -> AIMessage | No
     text = message_text(answer).strip()
     if not lines or all(line in text for line in lines):
         return None
-    content = render_prompt(
+    content = chosen(prompts).render(
         "answer_not_done", answer=text, not_done="\n".join(lines), count=len(lines), total=len(rows)
     )
     return answer.model_copy(update={"content": content})
@@ -91,9 +93,11 @@ def _open_lines(rows: Sequence[TurnTodo]) -> str:
     return "\n".join(lines) or NONE_LINE
 
 
-def _incomplete_plan_message(prompt: str, rows: Sequence[TurnTodo], **values: object) -> str:
+def _incomplete_plan_message(
+    prompt: str, rows: Sequence[TurnTodo], prompts: Prompts | None, **values: object
+) -> str:
     open_count = sum(1 for row in rows if row.status in ("pending", "in_progress"))
-    return render_prompt(
+    return chosen(prompts).render(
         prompt,
         open_count=open_count,
         total=len(rows),
@@ -103,38 +107,46 @@ def _incomplete_plan_message(prompt: str, rows: Sequence[TurnTodo], **values: ob
     )
 
 
-def budget_exhausted_message(rows: Sequence[TurnTodo], llm_calls: int) -> str:
+def budget_exhausted_message(
+    rows: Sequence[TurnTodo], llm_calls: int, prompts: Prompts | None = None
+) -> str:
     """The final answer when the turn ran out of LLM calls: what was done, what was not (or, for
     a turn that made no plan, just that)."""
     if not rows:
-        return render_prompt("budget_exhausted_no_plan", llm_calls=llm_calls)
-    return _incomplete_plan_message("budget_exhausted", rows, llm_calls=llm_calls)
+        return chosen(prompts).render("budget_exhausted_no_plan", llm_calls=llm_calls)
+    return _incomplete_plan_message("budget_exhausted", rows, prompts, llm_calls=llm_calls)
 
 
-def stalled_message(rows: Sequence[TurnTodo], answers: int) -> str:
+def stalled_message(rows: Sequence[TurnTodo], answers: int, prompts: Prompts | None = None) -> str:
     """The final answer when the model kept answering instead of working on open rows;
     ``answers`` counts those answers (the reminded ones and the last)."""
     times = "once" if answers == 1 else f"{answers} times in a row"
-    return _incomplete_plan_message("stalled", rows, times=times)
+    return _incomplete_plan_message("stalled", rows, prompts, times=times)
 
 
-def tokens_exhausted_message(rows: Sequence[TurnTodo], used: int, limit: int) -> str:
+def tokens_exhausted_message(
+    rows: Sequence[TurnTodo], used: int, limit: int, prompts: Prompts | None = None
+) -> str:
     """The final answer when the turn's tokens passed ``Context.max_turn_tokens``: which budget
     ran out, what was done, what was not."""
     if not rows:
-        return render_prompt("tokens_exhausted_no_plan", used=used, limit=limit)
-    return _incomplete_plan_message("tokens_exhausted", rows, used=used, limit=limit)
+        return chosen(prompts).render("tokens_exhausted_no_plan", used=used, limit=limit)
+    return _incomplete_plan_message("tokens_exhausted", rows, prompts, used=used, limit=limit)
 
 
-def stalled_idle_message(rows: Sequence[TurnTodo], idle_rounds: int, repeated: str) -> str:
+def stalled_idle_message(
+    rows: Sequence[TurnTodo], idle_rounds: int, repeated: str, prompts: Prompts | None = None
+) -> str:
     """The final answer when ``idle_rounds`` tool rounds in a row made no progress
     (``agent.turn.idle``); ``repeated`` names the calls that went round."""
     return _incomplete_plan_message(
-        "stalled_idle", rows, idle_rounds=idle_rounds, repeated=repeated
+        "stalled_idle", rows, prompts, idle_rounds=idle_rounds, repeated=repeated
     )
 
 
-def no_answer_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
+def no_answer_message(
+    rows: Sequence[TurnTodo], *, asked_again: bool, prompts: Prompts | None = None
+) -> str:
     """The final answer when the model replied with nothing: twice in a row (``asked_again``:
     the second reply answered ``prompts/answer_required.md``), or once on the turn's last
     allowed call. It says no answer was produced and where the plan stands."""
@@ -144,11 +156,13 @@ def no_answer_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
         else "on the last model call this turn was allowed"
     )
     if not rows:
-        return render_prompt("no_answer_no_plan", when=when)
-    return _incomplete_plan_message("no_answer", rows, when=when)
+        return chosen(prompts).render("no_answer_no_plan", when=when)
+    return _incomplete_plan_message("no_answer", rows, prompts, when=when)
 
 
-def written_tool_call_message(rows: Sequence[TurnTodo], *, asked_again: bool) -> str:
+def written_tool_call_message(
+    rows: Sequence[TurnTodo], *, asked_again: bool, prompts: Prompts | None = None
+) -> str:
     """The final answer when the model wrote its tool call as text instead of making it, twice
     in a row (``asked_again``) or on the last allowed call: nothing it wrote was run."""
     when = (
@@ -157,24 +171,24 @@ def written_tool_call_message(rows: Sequence[TurnTodo], *, asked_again: bool) ->
         else "on the last model call this turn was allowed"
     )
     if not rows:
-        return render_prompt("written_tool_call_no_plan", when=when)
-    return _incomplete_plan_message("written_tool_call", rows, when=when)
+        return chosen(prompts).render("written_tool_call_no_plan", when=when)
+    return _incomplete_plan_message("written_tool_call", rows, prompts, when=when)
 
 
-def plan_complete_message(rows: Sequence[TurnTodo]) -> str:
+def plan_complete_message(rows: Sequence[TurnTodo], prompts: Prompts | None = None) -> str:
     """The final answer when the last item closed on the turn's last allowed LLM call."""
-    return render_prompt("plan_complete", done=_done_lines(rows))
+    return chosen(prompts).render("plan_complete", done=_done_lines(rows))
 
 
-def plan_finished_message(rows: Sequence[TurnTodo]) -> str:
+def plan_finished_message(rows: Sequence[TurnTodo], prompts: Prompts | None = None) -> str:
     """The answer built from a finished plan's rows (the compact profile's answer): everything
     done, or, when some items were cancelled for a failure, what was done and what was not,
     said first. Items the user cancelled are listed with the done ones, as the user's choice."""
     not_done = not_done_rows(rows)
     if not not_done:
-        return plan_complete_message(rows)
+        return plan_complete_message(rows, prompts)
     left = {row.id for row in not_done}
-    return render_prompt(
+    return chosen(prompts).render(
         "plan_partly_done",
         done=_done_lines([row for row in rows if row.id not in left]),
         not_done="\n".join(_not_done_lines(not_done)),
@@ -183,7 +197,9 @@ def plan_finished_message(rows: Sequence[TurnTodo]) -> str:
     )
 
 
-def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:
+def turn_failed_message(
+    reason: str, rows: Sequence[TurnTodo] | None, prompts: Prompts | None = None
+) -> str:
     """The final answer when the model or the database failed mid-turn."""
     if rows:
         plan_status = (
@@ -194,4 +210,4 @@ def turn_failed_message(reason: str, rows: Sequence[TurnTodo] | None) -> str:
         plan_status = "\nThe state of this turn's plan could not be read.\n"
     else:
         plan_status = ""
-    return render_prompt("turn_failed", reason=reason, plan_status=plan_status)
+    return chosen(prompts).render("turn_failed", reason=reason, plan_status=plan_status)

@@ -32,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from agent.errors import database_failure
 from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS, TODO_TOOL_NAMES
 from agent.turn.call_ledger import turn_results_in
-from prompts import render_prompt
+from prompts import Prompts, chosen
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES, utc_now_iso
 from storage.repositories import (
@@ -155,7 +155,7 @@ def _shortened(text: str) -> str:
     return flat if len(flat) <= EFFECT_CHARS else flat[: EFFECT_CHARS - 1] + "…"
 
 
-def superseded_note(turns: Sequence[SupersededTurn]) -> str:
+def superseded_note(turns: Sequence[SupersededTurn], prompts: Prompts | None = None) -> str:
     """The lines telling the new turn's first call which turns were stopped, what was left
     undone and what stays done (empty when none were)."""
     lines = []
@@ -164,7 +164,7 @@ def superseded_note(turns: Sequence[SupersededTurn]) -> str:
         if len(turn.effects) > EFFECTS_LISTED:
             effects += f"; and {len(turn.effects) - EFFECTS_LISTED} more"
         lines.append(
-            render_prompt(
+            chosen(prompts).render(
                 "superseded_turn_note",
                 outcome=OUTCOMES[turn.fate],
                 titles=", ".join(f"'{title}'" for title in turn.closed),

@@ -26,6 +26,7 @@ from agent.turn.idle import judge_round, repeated_summary
 from agent.turn.outcome import stalled_idle_message
 from agent.turn.plan_rows import count_rows
 from agent.turn.usage import TurnUsage, tokens_exhausted
+from prompts import Prompts
 from storage.models import TurnTodo
 
 
@@ -66,8 +67,10 @@ def judge_tool_round(
     usage: TurnUsage,
     idle: IdleCount,
     context: Context,
+    prompts: Prompts | None = None,
 ) -> RoundVerdict:
-    """Judge the tool round that just ended (``rows``: the rows after it)."""
+    """Judge the tool round that just ended (``rows``: the rows after it; ``prompts``: the
+    texts of the closing message, default the environment's)."""
     budget = budget_after_round(budget, llm_calls, count_rows(rows).remaining > 0, True, context)
     update: dict[str, Any] = {"iterationBudget": budget, "remindersInARow": 0}
     if llm_calls >= budget or tokens_exhausted(usage, context.max_turn_tokens):
@@ -85,6 +88,8 @@ def judge_tool_round(
     if not verdict.stalled:
         return RoundVerdict(update)
     message = AIMessage(
-        content=stalled_idle_message(list(rows), verdict.rounds, repeated_summary(verdict.calls))
+        content=stalled_idle_message(
+            list(rows), verdict.rounds, repeated_summary(verdict.calls), prompts
+        )
     )
     return RoundVerdict(update, stalled=message)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import BaseTool
+from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -34,7 +35,7 @@ from agent.llm.chat_models import (
 )
 from agent.prompting.builder import COMPACT, prompt_profile
 from agent.workers.worker import Worker, WorkerState
-from prompts import Prompts, active_prompts
+from prompts import Prompts, prompts_in
 
 WorkerTarget = Literal["model", "tools", "__end__"]
 
@@ -73,11 +74,11 @@ def build_worker(
     (names under ``prompts/``, joined in order). ``model`` is resolved like the supervisor's:
     an instance, a ``"provider:model"`` string, or None for the run's context model."""
     tool_list = list(tools)
-    # The prompt sets already read; the active one is the delegating graph's (its folder).
+    # The prompt sets already read; a run's is the delegating graph's, in its config.
     prompts_read: set[Prompts] = set()
 
     async def call_model(state: WorkerState, *, runtime: Runtime[Context]) -> Command[WorkerTarget]:
-        prompts = active_prompts()
+        prompts = prompts_in(get_config())
         if prompts not in prompts_read:  # read prompt files off the event loop, once
             await asyncio.to_thread(prompts.load_all)
             prompts_read.add(prompts)
@@ -87,7 +88,7 @@ def build_worker(
             # compact profile is a plug-in, loaded only when used.
             from agent.prompting.compact_tools import worker_step
 
-            reply = worker_step(tool_list, state.messages)
+            reply = worker_step(tool_list, state.messages, prompts=prompts)
             if reply is not None:
                 target: WorkerTarget = "tools" if reply.tool_calls else "__end__"
                 return Command(goto=target, update={"messages": [reply]})

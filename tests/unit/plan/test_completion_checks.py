@@ -14,7 +14,7 @@ from sqlalchemy import text
 from agent.context import Context
 from agent.errors import ErrorCode, ToolFailure
 from agent.graph import build_graph
-from agent.nodes import tools_node
+from agent.turn import record_call as record_path
 from agent.turn.evidence import todo_evidence
 from storage import Database
 from tests.fakes import (
@@ -219,13 +219,13 @@ async def test_a_call_that_is_recorded_writes_its_evidence_with_its_record_once(
     """A task tool's evidence commits with its change and a free tool's with its record: no
     transaction of their own (issue 26's overhead), yet every row in progress has each once."""
     alone: list[str] = []
-    original = tools_node.record_call
+    original = record_path.record_call
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
         alone.append(args[3])
         return await original(*args, **kwargs)
 
-    monkeypatch.setattr(tools_node, "record_call", counted)
+    monkeypatch.setattr(record_path, "record_call", counted)
     model = scripted_turn(
         database,
         plan_items({"title": "Milk", "order": 1}, {"title": "Eggs", "order": 1}),

@@ -1,7 +1,7 @@
 """The one record path (issue 42): ``run_and_record_call`` runs a tool call and writes its
 record and its evidence of the rows in progress together; ``replay_or_run_call`` is the same
-for a caller outside the graph, returning the record instead of running a call twice; and no
-context variable carries anything on the way."""
+for a caller outside the graph, returning the record instead of running a call twice; no
+context variable carries anything on the way, and no SQL trigger writes for the code."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
-from agent.nodes.tools_node import replay_or_run_call
 from agent.turn.evidence import todo_evidence
+from agent.turn.record_call import replay_or_run_call
 from storage import Database
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,22 +56,38 @@ async def test_a_call_run_outside_the_graph_is_recorded_with_its_evidence_and_ru
     await database.dispose()
 
     assert runs == ["call-1"]  # the second call returned the record, the tool did not run again
-    assert isinstance(first, Command) and isinstance(first.update, dict)  # with its evidenceLog
-    assert first.update["evidenceLog"] == [{"todoIds": ["r1"], "tool": "note", "isError": False}]
-    assert first.update["messages"][0].content == "noted: milk"
-    assert isinstance(second, ToolMessage) and second.content == "noted: milk"
+    assert first.evidence == {"todoIds": ["r1"], "tool": "note", "isError": False}
+    assert isinstance(first.result, ToolMessage) and first.result.content == "noted: milk"
+    assert second.evidence is None  # a replay writes nothing and logs nothing again
+    assert isinstance(second.result, ToolMessage) and second.result.content == "noted: milk"
     assert [(call["tool"], call["args"], call["result"]) for call in evidence] == [
         ("note", {"text": "milk"}, "noted: milk")
     ]
 
 
-def test_no_context_variable_carries_a_call_or_its_evidence() -> None:
-    """agent/ and storage/ pass what a call needs as arguments; prompts/ keeps only the graph's
-    active prompts (``use_prompts``), whose removal is still open in issue 42."""
-    found = {
+def _sources_matching(pattern: str, *folders: str) -> set[str]:
+    return {
         str(path.relative_to(ROOT))
-        for folder in ("agent", "storage", "prompts")
+        for folder in folders
         for path in (ROOT / folder).rglob("*.py")
-        if re.search(r"\bContextVar\b|\bcontextvars\b", path.read_text(encoding="utf-8"))
+        if re.search(pattern, path.read_text(encoding="utf-8"))
     }
-    assert found <= {"prompts/__init__.py"}, found
+
+
+def test_no_context_variable_carries_anything() -> None:
+    """agent/, storage/ and prompts/ pass what a call needs, and a graph's prompts, as
+    arguments."""
+    assert (
+        _sources_matching(r"\bContextVar\b|\bcontextvars\b", "agent", "storage", "prompts") == set()
+    )
+
+
+def test_code_inside_a_graph_is_handed_its_prompts_never_the_environments() -> None:
+    """``load_prompt``/``render_prompt`` read the environment's folder: in agent/ every text is
+    rendered from the ``Prompts`` the graph or the middleware passed down."""
+    assert _sources_matching(r"\b(load_prompt|render_prompt)\(", "agent") == set()
+
+
+def test_no_sql_trigger_does_application_work() -> None:
+    """The record path is Python (``agent.turn.record_call``): no trigger is created anywhere."""
+    assert _sources_matching(r"(?i)create\s+trigger", "agent", "storage") == set()
