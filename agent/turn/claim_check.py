@@ -105,9 +105,10 @@ def claimed_changes(text: str) -> list[str]:
 _WRITTEN_CALLS = (
     re.compile(r'<tool_call>\s*(?:```(?:json)?\s*)?\{\s*"name"\s*:\s*"(?P<tool>[^"]{1,80})"'),
     re.compile(r'\{\s*"name"\s*:\s*"(?P<tool>[^"]{1,80})"\s*,\s*"(?:arguments|parameters)"'),
+    re.compile(r"<tools>\s*<(?!tool_call\b)(?P<tool>[A-Za-z_][\w-]{0,79})"),
 )
-"""The tool named by a call the model wrote as text (``<tool_call>{"name": ...``, or a bare
-``{"name": ..., "arguments": ...}``): the forms ``agent.turn.empty_answer`` reads as a written
+"""The tool named by a call the model wrote as text (``<tool_call>{"name": ...``, a bare
+``{"name": ..., "arguments": ...}``, ``<tools><create_todo items=...``): the forms ``agent.turn.empty_answer`` reads as a written
 call, found anywhere in the text."""
 
 NO_SUCH_TOOL = ("There is no tool ", " is not a valid tool")
@@ -238,7 +239,7 @@ def unbacked_statement(
     (the module's two rules); None when the answer is backed."""
     calls = turn_calls(messages)
     if attempts := calls.open_attempts:
-        lines = "\n".join(f"- {call.tool}: {call.reason}" for call in attempts)
+        lines = "\n".join(dict.fromkeys(f"- {call.tool}: {call.reason}" for call in attempts))
         return render_prompt("change_failed", failed=lines)
     if calls.changed:
         return None

@@ -160,7 +160,7 @@ async def test_a_call_to_a_tool_the_run_lacks_gets_a_clear_error_and_cannot_end_
     )
     assert "update_task" in str(error.content)
     assert result["turnStatus"] == "incomplete"
-    assert "Not done: the last attempt to change something failed" in final_text(result)
+    assert "Not done: these calls failed or were never run" in final_text(result)
     assert "- rename_task: " in final_text(result)
 
 
