@@ -108,8 +108,8 @@ _WRITTEN_CALLS = (
     re.compile(r"<tools>\s*<(?!tool_call\b)(?P<tool>[A-Za-z_][\w-]{0,79})"),
 )
 """The tool named by a call the model wrote as text (``<tool_call>{"name": ...``, a bare
-``{"name": ..., "arguments": ...}``, ``<tools><create_todo items=...``): the forms ``agent.turn.empty_answer`` reads as a written
-call, found anywhere in the text."""
+``{"name": ..., "arguments": ...}``, ``<tools><create_todo items=...``): the forms
+``agent.turn.empty_answer`` reads as a written call, found anywhere in the text."""
 
 NO_SUCH_TOOL = ("There is no tool ", " is not a valid tool")
 """How a call of a tool the run does not have is refused: by the graph's tools step
