@@ -8,8 +8,9 @@ drift between them.
 - The model answered while rows remain: remind it (a prompt file) and go on; after
   ``max_reminders`` such answers in a row, stop ``stalled`` with an honest partial answer.
 - The model answered and every row is closed (or there was no plan): ``answered``, or
-  ``incomplete`` when a row was cancelled for a failure or the answer reports the request not
-  done (the answer then says what was not done and why).
+  ``incomplete`` when a row was cancelled for a failure, the answer reports the request not
+  done, or it claims a change nothing made (``agent.turn.claim_check``); the answer then says
+  what was not done and why.
 - The model replied with nothing: ask once more; a second empty reply ends ``no_answer``.
 - The budget is spent (LLM calls, or ``Context.max_turn_tokens`` tokens): an honest answer built
   from the rows, ``budget_exhausted``.
@@ -25,6 +26,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from agent.context import Context
 from agent.turn.budget import budget_after_round
+from agent.turn.claim_check import backed_or_restated
 from agent.turn.empty_answer import after_empty_reply
 from agent.turn.identity import REMINDER_NAME
 from agent.turn.outcome import (
@@ -99,7 +101,7 @@ def drain_decision(
             return {"iterationBudget": budget, **empty}
     if answered and not remaining:
         assert isinstance(last, AIMessage)
-        return ended(last, rows, prompts)
+        return ended(last, rows, prompts, messages)
     if out_of_calls and rows and not remaining:
         # The last item closed on the last allowed call: nothing is missing but the words.
         message = AIMessage(content=plan_finished_message(rows, prompts))
@@ -126,11 +128,19 @@ def drain_decision(
 
 
 def ended(
-    answer: AIMessage, rows: list[TurnTodo], prompts: Prompts | None = None
+    answer: AIMessage,
+    rows: list[TurnTodo],
+    prompts: Prompts | None = None,
+    messages: Sequence[AnyMessage] = (),
 ) -> dict[str, Any]:
     """The end of a turn the model answered with every row closed: ``answered`` only when all
     that was asked was done; otherwise ``incomplete``, the answer restated with the rows
-    cancelled for a failure and why, unless it lists them already."""
+    cancelled for a failure and why, unless it lists them already, or with the change it
+    claims that nothing made (``agent.turn.claim_check``)."""
     status = turn_end_status(rows, answer)
     restated = with_not_done(answer, rows, prompts) if status == "incomplete" else None
+    if status == "answered" and (
+        restated := backed_or_restated(messages, answer, rows, prompts)
+    ):
+        status = "incomplete"
     return {"turnStatus": status, **({"messages": [restated]} if restated else {})}

@@ -9,7 +9,10 @@ action, NOT_FOUND, a refusal, a guess refused, no tool for it: the agent gave up
 cancel recorded before who cancelled was) is part of the request left undone, and so is a
 direct action the compact profile reports as not done (``not_done_answer``): such a turn ends
 ``incomplete`` (``turn_end_status``). Rows the user cancelled (a rejected plan, a ``planEdits``
-cancel: ``storage.models.CANCELLED_BY``) are the user's choice, not a failure.
+cancel: ``storage.models.CANCELLED_BY``) are the user's choice, not a failure. An answer that
+claims a change no tool made, or that follows a change attempt which failed and was never made
+good, ends ``incomplete`` too (``agent.turn.claim_check``, called where the turn ends:
+``agent.turn.drain_rule.ended``).
 """
 
 from __future__ import annotations
