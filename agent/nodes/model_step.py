@@ -171,12 +171,8 @@ async def model_step(
         reason = f"the language model failed ({type(error).__name__}: {_first_line(error)})."
         return end_turn_with_failure(reason, rows, update, deps.prompts)
     if not isinstance(response, AIMessage):
-        return end_turn_with_failure(
-            f"the language model returned {type(response).__name__}, not a message.",
-            rows,
-            update,
-            deps.prompts,
-        )
+        returned = f"the language model returned {type(response).__name__}, not a message."
+        return end_turn_with_failure(returned, rows, update, deps.prompts)
 
     update.update(_charge(view, rows, answered, prompt, recorder))
     # Another run's answer (recorded first) may have had its calls run; this call's own answer
