@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import sqlite3
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Executable, create_engine, event, inspect, text
+from sqlalchemy.engine import AdaptedConnection
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -110,7 +112,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
         if mode != SINGLE_STATEMENT:
-            connection.exec_driver_sql(f"BEGIN {mode}")
+            _begin_on_driver(connection, f"BEGIN {mode}")
 
     @event.listens_for(engine.sync_engine, "reset")
     def _on_reset(
@@ -125,6 +127,21 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         if state.terminate_only or driver is None or not driver.in_transaction:
             return
         dbapi_connection.rollback()
+
+
+def _begin_on_driver(connection: Connection, begin: str) -> None:
+    """Send ``begin`` on the aiosqlite connection itself (``AdaptedConnection.run_async``,
+    SQLAlchemy's way to await a driver method from an event): one trip to aiosqlite's thread,
+    where ``exec_driver_sql`` takes three (open a cursor, execute, close it) and a statement's
+    whole execution context, on every transaction. A failure (a database still locked after
+    the busy timeout) is raised as SQLAlchemy's ``OperationalError``, as the statement's own
+    would be, so the callers' retries and error reports see no difference."""
+    adapted = connection.connection.dbapi_connection
+    assert isinstance(adapted, AdaptedConnection)  # the aiosqlite driver is async
+    try:
+        adapted.run_async(lambda driver: driver.execute(begin))
+    except sqlite3.OperationalError as error:
+        raise OperationalError(begin, None, error) from error
 
 
 RETIRED_VIEW = "recorded_calls"
@@ -190,6 +207,9 @@ class _LoopEngine:
 
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
+    alone: AsyncEngine
+    """The same engine (and pool) for ``Database.write_alone``: on SQLite without BEGIN, on
+    PostgreSQL in autocommit, so neither sends a BEGIN or a COMMIT of its own."""
     schema_ready: bool = False
     shutdown_hook: AsyncGenerator[None, None] | None = None
 
@@ -240,9 +260,11 @@ class Database:
         if self.is_sqlite:
             engine = create_async_engine(url, echo=self._echo, pool_reset_on_return=None)
             _configure_sqlite(engine)
+            alone = engine.execution_options(**{BEGIN_MODE_OPTION: SINGLE_STATEMENT})
         else:
             engine = create_async_engine(url, echo=self._echo)
-        return _LoopEngine(engine, async_sessionmaker(engine, expire_on_commit=False))
+            alone = engine.execution_options(isolation_level="AUTOCOMMIT")
+        return _LoopEngine(engine, async_sessionmaker(engine, expire_on_commit=False), alone)
 
     async def _ready(self) -> _LoopEngine:
         """The running loop's engine with the schema in place, built on first use."""
@@ -334,28 +356,23 @@ class Database:
     ) -> int:
         """Run one write statement as a transaction of its own; returns how many rows it
         changed. For a conditional UPDATE that is the whole transaction (the step claim of
-        every graph step), so on SQLite it is sent without BEGIN and COMMIT: SQLite takes the
-        write lock, runs and commits it as one statement, with no BEGIN of its own to send. A
-        list of parameter sets runs it once per set, each a transaction of its own on SQLite
-        (one for all elsewhere): for writes that need not land together. A busy database is
-        retried with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
+        every graph step), so it is sent without BEGIN and COMMIT: SQLite takes the write lock,
+        runs and commits it as one statement; PostgreSQL runs it in autocommit, one round trip
+        where a transaction takes three. A list of parameter sets runs it once per set, each a
+        transaction of its own on SQLite (one for all on PostgreSQL, whose ``executemany`` is
+        atomic): for writes that need not land together. A busy SQLite database is retried
+        with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
         current = await self._ready()
-        if not self.is_sqlite:
-            async with current.engine.begin() as connection:
-                return int((await connection.execute(statement, parameters)).rowcount or 0)
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         attempt = 0
         while True:
             try:
-                async with current.engine.connect() as connection:
-                    alone = await connection.execution_options(
-                        **{BEGIN_MODE_OPTION: SINGLE_STATEMENT}
-                    )
-                    result = await alone.execute(statement, parameters)
-                    await alone.commit()  # nothing is open: SQLite committed the statement
+                async with current.alone.connect() as connection:
+                    result = await connection.execute(statement, parameters)
+                    await connection.commit()  # nothing is open: the statement committed
                     return int(result.rowcount or 0)
             except OperationalError as error:
-                if not _is_busy(error) or time.monotonic() > deadline:
+                if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(_backoff(attempt))
                 attempt += 1

@@ -7,15 +7,18 @@ from __future__ import annotations
 import asyncio
 import io
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
-from sqlalchemy import text
+from sqlalchemy import insert, select, text, update
+from sqlalchemy.exc import IntegrityError
 
 from agent.app.checkpoints import open_checkpointer
 from agent.app.run_turn import run_turn
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
+from storage.models import Turn
 from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
 from tests.postgres import PostgresServer
 
@@ -182,3 +185,26 @@ async def test_server_workers_starting_together_create_the_schema_once(
     finally:
         for db in workers:
             await db.dispose()
+
+
+async def test_a_statement_written_alone_commits_by_itself_and_a_failed_one_changes_nothing(
+    postgres_server: PostgresServer,
+) -> None:
+    """``Database.write_alone`` runs in autocommit here (one round trip, no BEGIN or COMMIT):
+    its change is committed with its count, a failed one changes nothing, and the pooled
+    connection is fit for the next transaction."""
+    database = Database(postgres_server.fresh_database_url())
+    row = {"conversationId": "c", "messageId": "m", "step": 1, "taskId": "t"}
+    stamps = {"createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z"}
+    try:
+        assert await database.write_alone(insert(Turn), [{"turnId": "a", **row, **stamps}]) == 1
+        moved = await database.write_alone(update(Turn).where(Turn.step == 1).values(step=2), {})
+        with pytest.raises(IntegrityError):
+            await database.write_alone(insert(Turn).values(turnId="a", **row, **stamps), {})
+        async with database.session() as session:
+            await session.execute(insert(Turn).values(turnId="b", **row, **stamps))
+        async with database.session(readonly=True) as session:
+            found = await session.execute(select(Turn.turnId, Turn.step).order_by(Turn.turnId))
+            assert (moved, found.all()) == (1, [("a", 2), ("b", 1)])
+    finally:
+        await database.dispose()

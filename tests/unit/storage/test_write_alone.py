@@ -1,7 +1,10 @@
 """``Database.write_alone`` on SQLite: one write statement as a transaction of its own, sent
-without BEGIN (the step claim of every graph step). What a caller relies on: the count of
-changed rows, the change visible to every other connection at once, and a failed statement
-that changes nothing and leaves the connection fit for the next transaction."""
+without BEGIN (the step claim of every graph step; on PostgreSQL, in autocommit:
+``tests/integration/storage/test_postgres_backend.py``). What a caller
+relies on: the count of changed rows, the change visible to every other connection at once, and
+a failed statement that changes nothing and leaves the connection fit for the next transaction.
+And the transactions beside it: one that cannot get SQLite's write lock in time fails as any
+database error does, and leaves the database fit for the next."""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ from contextlib import closing
 
 import pytest
 from sqlalchemy import insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
+import storage.engine
 from storage import Database
 from storage.models import Turn
 
@@ -49,3 +53,26 @@ async def test_a_statement_written_alone_that_fails_changes_nothing(database: Da
         await session.execute(insert(Turn).values(turnId="b", **ROW))
         found = (await session.execute(select(Turn.turnId).order_by(Turn.turnId))).scalars()
         assert found.all() == ["a", "b"]
+
+
+async def test_a_transaction_that_cannot_get_the_write_lock_fails_as_a_database_error(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its BEGIN is sent on the driver: a lock still held when the wait is over is reported as
+    SQLAlchemy's error (the callers turn that into DATABASE_ERROR), not the driver's."""
+    monkeypatch.setattr(storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(storage.engine, "LOCK_WAIT_SECONDS", 0.0)
+    await database.create_schema()
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError) as raised:
+            async with database.session() as session:
+                await session.execute(insert(Turn).values(turnId="a", **ROW))
+        assert isinstance(raised.value, SQLAlchemyError)
+        assert "locked" in str(raised.value)
+        other.execute("ROLLBACK")
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="b", **ROW))
+    async with database.session(readonly=True) as session:
+        assert (await session.execute(select(Turn.turnId))).scalars().all() == ["b"]
