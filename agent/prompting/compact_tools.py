@@ -64,6 +64,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from agent.prompting.compact_languages import in_english, looks_foreign
 from agent.prompting.compact_lookup import (
     candidate_tasks,
     is_lookup,
@@ -95,6 +96,7 @@ from agent.prompting.request_steps import (
     QUOTED,
     RequestStep,
     is_conversation,
+    negated,
     refers_back,
     request_steps,
     retraction,
@@ -345,7 +347,7 @@ def step_binding(
     if phase != "plan":  # a continuation is asked for in the request, so only its plan says so
         domain_tools = [tool for tool in domain_tools if tool.name != CONTINUE_OPEN_TODOS]
     if phase == "plan":
-        steps = tuple(request_steps(request))
+        steps = tuple(request_steps(in_english(request)))
         if steps and domain_tools and "create_todo" in by_name:
             return _plan_binding(
                 steps,
@@ -353,6 +355,7 @@ def step_binding(
                 required_tool == "create_todo",
                 history,
                 can_ask=ASK_USER in by_name,
+                request=request,
             )
         if required_tool is not None:
             return StepBinding(
@@ -688,9 +691,11 @@ def _plan_binding(
     history: Sequence[AnyMessage] = (),
     *,
     can_ask: bool = False,
+    request: str = "",
 ) -> StepBinding:
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
-    when every step is decided, the plan is made without a model call."""
+    when every step is decided, the plan is made without a model call. ``request`` is the
+    user's message as written (``steps`` may come from its English reading)."""
     decided = steps_by_verb(steps, tools)
     doubt = doubtful_step(steps, decided, tools)
     if doubt is not None:
@@ -752,19 +757,29 @@ def _plan_binding(
             ANSWER_MAX_TOKENS,
             reply=AIMessage(load_prompt("nothing_to_continue")),
         )
-    return _no_action_answer(steps, tools)
+    return _no_action_answer(steps, tools, request)
 
 
-def _no_action_answer(steps: Sequence[RequestStep], tools: Sequence[BaseTool]) -> StepBinding:
+def _no_action_answer(
+    steps: Sequence[RequestStep], tools: Sequence[BaseTool], request: str = ""
+) -> StepBinding:
     """The answer to a request none of whose steps is an action: a question or small talk is
     the model's to answer in its own words (no tools); a request that only took something back
-    ("forget it", "never mind") changed nothing and says so; anything else no tool does is
-    said plainly."""
-    if any(retraction(step.words) is not None for step in steps):
+    ("forget it", "never mind", "add milk. No, don't.") changed nothing and says so; a request
+    in another language that no rule read says it was not understood
+    (``agent.prompting.compact_languages``); anything else no tool does is said plainly."""
+    if any(
+        retraction(step.words) is not None or negated(step.words) is not None for step in steps
+    ):
         reply = AIMessage(content=load_prompt("nothing_changed"))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
-    if is_conversation(" ".join(step.clause for step in steps)):
+    said = request or " ".join(step.clause for step in steps)
+    if is_conversation(said):
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
+    if looks_foreign(said):
+        words = " ".join(said.split()).strip(" .!?")[:MAX_STRING_LENGTH]
+        reply = not_done_answer(render_prompt("compact_not_understood", words=words))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     names = ", ".join(tool.name for tool in tools)
     reply = not_done_answer(render_prompt("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
@@ -781,7 +796,7 @@ def previous_turn_tasks(history: Sequence[AnyMessage], tools: Sequence[BaseTool]
     ]
     if len(requests) < 2:
         return []
-    return named_tasks(request_steps(requests[-2].text), tools)
+    return named_tasks(request_steps(in_english(requests[-2].text)), tools)
 
 
 def continues(steps: Sequence[RequestStep], decided: Mapping[str, Any]) -> bool:
