@@ -140,7 +140,9 @@ def _title(words: str) -> str | None:
 def _read(shape: _Shape, text: str) -> str | None:
     verbs = rf"^(?:{shape.verbs})\s+(?P<title>.+?)"
     after = rf"(?:\s+(?P<after>{shape.after}))" if shape.after else ""
-    match = re.match(rf"{verbs}{after}{'' if shape.after_required else '?'}{_PARTICLE}$", text, re.I)
+    match = re.match(
+        rf"{verbs}{after}{'' if shape.after_required else '?'}{_PARTICLE}$", text, re.I
+    )
     if match is None and shape.after_required and shape.quoted_is_enough:
         match = re.match(rf"^(?:{shape.verbs})\s+(?P<title>{_QUOTES}){_PARTICLE}$", text, re.I)
     if match is None:
@@ -176,9 +178,52 @@ def _foreign_start(text: str) -> bool:
 
 
 _FOREIGN_WORDS = frozenset(
-    "el los las mis tengo qué por para les mes une des du et est je der das und ist ich "
-    "meine mir nicht bitte minha minhas não gli della mia mie sono che di per favore "
-    "tareas tâches aufgaben tarefas attività liste lista".split()
+    {
+        "el",
+        "los",
+        "las",
+        "mis",
+        "tengo",
+        "qué",
+        "por",
+        "para",
+        "les",
+        "mes",
+        "une",
+        "des",
+        "du",
+        "et",
+        "est",
+        "je",
+        "der",
+        "das",
+        "und",
+        "ist",
+        "ich",
+        "meine",
+        "mir",
+        "nicht",
+        "bitte",
+        "minha",
+        "minhas",
+        "não",
+        "gli",
+        "della",
+        "mia",
+        "mie",
+        "sono",
+        "che",
+        "di",
+        "per",
+        "favore",
+        "tareas",
+        "tâches",
+        "aufgaben",
+        "tarefas",
+        "attività",
+        "liste",
+        "lista",
+    }
 )
 
 

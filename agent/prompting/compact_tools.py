@@ -64,9 +64,11 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from agent.prompting.compact_arithmetic import arithmetic_answer
 from agent.prompting.compact_languages import in_english, looks_foreign
 from agent.prompting.compact_lookup import (
     candidate_tasks,
+    content_stems,
     is_lookup,
     looked_up,
     lookup_call,
@@ -768,12 +770,13 @@ def _no_action_answer(
     ("forget it", "never mind", "add milk. No, don't.") changed nothing and says so; a request
     in another language that no rule read says it was not understood
     (``agent.prompting.compact_languages``); anything else no tool does is said plainly."""
-    if any(
-        retraction(step.words) is not None or negated(step.words) is not None for step in steps
-    ):
+    if any(retraction(step.words) is not None or negated(step.words) is not None for step in steps):
         reply = AIMessage(content=load_prompt("nothing_changed"))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     said = request or " ".join(step.clause for step in steps)
+    computed = arithmetic_answer(said)
+    if computed is not None:  # the small model got sums wrong (measured): computed here
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=AIMessage(computed))
     if is_conversation(said):
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
     if looks_foreign(said):
@@ -974,11 +977,45 @@ def bind_step(model: BaseChatModel, binding: StepBinding, rows: Sequence[TurnTod
 
 def conversation_prompt(prompt: Any) -> list[AnyMessage]:
     """The prompt of a question or small talk no tool does: the conversation's own short
-    system prompt (``prompts/compact_conversation.md``) and the user's messages of the window,
-    without the planning instructions, which a small model answered by echoing the request."""
+    system prompt (``prompts/compact_conversation.md``), a few example exchanges
+    (``prompts/compact_conversation_examples.md``) and the user's last message, without the
+    planning instructions, which a small model answered by echoing the request. Why the
+    examples: the embedded model is a base model, which without them repeated the question
+    ("What's the capital of France?") and with them answered it ("Paris"; measured)."""
     messages = prompt.to_messages() if hasattr(prompt, "to_messages") else list(prompt)
     said = [message for message in messages if isinstance(message, HumanMessage)]
-    return [SystemMessage(content=load_prompt("compact_conversation")), *said[-1:]]
+    shown: list[AnyMessage] = []
+    for question, answer in conversation_examples():
+        shown += [HumanMessage(content=question), AIMessage(content=answer)]
+    return [SystemMessage(content=load_prompt("compact_conversation")), *shown, *said[-1:]]
+
+
+def conversation_examples() -> list[tuple[str, str]]:
+    """The example exchanges: blocks of two lines (a message, its answer) apart by a blank
+    line."""
+    blocks = load_prompt("compact_conversation_examples").strip().split("\n\n")
+    pairs = [block.strip().split("\n", 1) for block in blocks if block.strip()]
+    return [(pair[0].strip(), pair[1].strip()) for pair in pairs if len(pair) == 2]
+
+
+def _no_answer(reply: str, question: str) -> bool:
+    """Whether the model's ``reply`` says nothing of its own: empty, the question repeated or
+    another question, the system prompt or the examples' words copied, or nothing the question
+    did not say (what the embedded model did when it had no answer; measured)."""
+
+    def plain(text: str) -> str:
+        return " ".join(text.split()).casefold().strip(" ?!.")
+
+    spoken, said = plain(reply), plain(question)
+    if not spoken or (said and (said in spoken or spoken in said)) or reply.strip().endswith("?"):
+        return True  # nothing, the question repeated, or another question instead of an answer
+    if plain(load_prompt("compact_conversation"))[:40] in spoken:
+        return True
+    # Nothing the question did not say ("France is the capital of France"), or words that
+    # come from the examples and not from the question ("... at the University of Rome").
+    new = content_stems(reply) - content_stems(question)
+    examples = " ".join(" ".join(pair) for pair in conversation_examples())
+    return not new or bool(new & content_stems(examples))
 
 
 def _conversation(free: Any) -> Any:
@@ -989,11 +1026,10 @@ def _conversation(free: Any) -> Any:
 
     async def answer(prompt: Any) -> AIMessage:
         messages = conversation_prompt(prompt)
-        reply = await free.ainvoke(messages)
+        # Greedy: sampled, the same question got "Paris" once and "France" the next time.
+        reply = await free.ainvoke(messages, temperature=0.0)
         text = reply.text if isinstance(reply, AIMessage) else str(reply)
-        said = " ".join(messages[-1].text.split()).casefold().strip(" ?!.") if messages else ""
-        spoken = " ".join(text.split()).casefold().strip(" ?!.")
-        if not spoken or (said and (said in spoken or spoken in said)):
+        if _no_answer(text, messages[-1].text if messages else ""):
             return not_done_answer(load_prompt("conversation_unanswered"))
         return reply if isinstance(reply, AIMessage) else AIMessage(content=text)
 

@@ -125,9 +125,7 @@ def test_ids_are_unique_across_the_files_of_a_corpus(tmp_path: Path) -> None:
 def test_the_second_tuning_file_has_new_phrasings_of_the_corpus_classes_only() -> None:
     second = load_requests(DEFAULT_CORPUS[3])
     earlier = [
-        request.text.casefold()
-        for path in DEFAULT_CORPUS[:3]
-        for request in load_requests(path)
+        request.text.casefold() for path in DEFAULT_CORPUS[:3] for request in load_requests(path)
     ]
     assert len(second) >= 40 and all(r.part == "tuning" for r in second)
     assert {r.group for r in second} <= {r.group for r in load_requests(DEFAULT_CORPUS[2])}

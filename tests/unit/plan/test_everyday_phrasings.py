@@ -10,11 +10,13 @@ import json
 from typing import Any
 
 import pytest
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from agent.prompting.compact_arithmetic import arithmetic_answer
 from agent.prompting.compact_languages import in_english, looks_foreign
 from agent.prompting.compact_lookup import matching_task
-from agent.prompting.compact_tools import step_binding
+from agent.prompting.compact_tools import StepBinding, bind_step, step_binding
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
@@ -89,6 +91,60 @@ def test_a_question_not_about_the_tasks_is_the_models_with_no_tool(
     tools: list[Any], request_text: str
 ) -> None:
     assert answer_of(tools, request_text) is None  # the model answers, no tool bound
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What is 12 times 12?", "12 times 12 is 144."),
+        ("what's 7 plus 5", "7 plus 5 is 12."),
+        ("How much is 1 divided by 3?", "1 divided by 3 is about 0.3333."),
+        ("What is 5 / 0?", "5 / 0 has no answer: you cannot divide by zero."),
+    ],
+)
+def test_a_sum_is_computed_not_left_to_the_small_model(
+    tools: list[Any], question: str, answer: str
+) -> None:
+    reply = answer_of(tools, question)
+
+    # The 270M model answered "12 times 12 is 14" (measured).
+    assert reply is not None and not reply.tool_calls and reply.content == answer
+
+
+def test_only_one_operation_on_two_numbers_is_computed() -> None:
+    assert arithmetic_answer("What is the capital of France?") is None
+    assert arithmetic_answer("What is 2 plus 2 plus 2?") is None
+
+
+async def models_answer(question: str, reply: str) -> str:
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=reply)]))
+    binding = StepBinding("answer", [], None, 120)
+    answer = await bind_step(model, binding).ainvoke([HumanMessage(question)])
+    return str(answer.content)
+
+
+async def test_the_models_own_answer_to_a_question_is_the_answer() -> None:
+    answer = await models_answer("Who wrote Hamlet?", "Shakespeare wrote Hamlet.")
+
+    assert answer == "Shakespeare wrote Hamlet."
+
+
+@pytest.mark.parametrize(
+    ("question", "reply"),
+    [
+        ("What is the capital of France?", "What is the capital of France?"),
+        ("What's the capital of France?", "France is the capital of France."),
+        ("Tell me a joke.", "I am a student at the University of Rome."),  # the examples' Rome
+        ("How do I boil an egg?", "How do I cook a chicken?"),
+        ("Who wrote Hamlet?", ""),
+    ],
+)
+async def test_a_reply_that_says_nothing_new_is_said_to_be_no_answer(
+    question: str, reply: str
+) -> None:
+    answer = await models_answer(question, reply)
+
+    assert answer.startswith("I have no answer to that")
 
 
 # --- synonyms and idioms ----------------------------------------------------------------------
