@@ -12,7 +12,10 @@ passes the id of the listed task the step's words name **without doubt**:
 2. else, for words the user did not quote, the one title whose every content word the words
    use (stems compared, so "washed"/"wash", "paid"/"pay" meet; a light verb such as "do" in
    "do the laundry" need not be said): the words fully cover it, and no other title shares
-   any of their words.
+   any of their words;
+3. else, for unquoted words of at least two content words ("the Dan meeting"), the one title
+   that has every one of them ("prepare for the meeting with Dan"), when no other title
+   shares any of them: the user's own words name it and nothing else.
 
 Nothing else is a match: never a title that merely contains the words (a short word or a
 pronoun such as "it" is inside many titles), never the nearest of several. Titles that share
@@ -210,6 +213,10 @@ def matching_task(
         for task in tasks
         if (title := content_stems(str(task["title"])) - LIGHT_VERBS) and title <= stems
     ]
+    if not covered and len(stems) >= MIN_NAMING_WORDS:
+        # "the Dan meeting" for "prepare for the meeting with Dan": every word said is in one
+        # title (and, below, in no other).
+        covered = [task for task in tasks if stems <= content_stems(str(task["title"]))]
     if len(covered) != 1:
         return None
     others = [task for task in tasks if task is not covered[0]]
@@ -217,6 +224,11 @@ def matching_task(
         return None  # another title shares the words: there is doubt, the user is asked
     return covered[0]
 
+
+MIN_NAMING_WORDS = 2
+"""Content words the user's words need to name a title they do not fully cover: each of them
+in that title and no other title sharing any. One word ("the report") is too little: it is
+asked about."""
 
 LIGHT_VERBS = frozenset({"do", "make", "get", "go", "have", "take"})
 """Verbs a title may start with that do not tell it apart ("do the laundry", "go to the gym"):

@@ -246,7 +246,8 @@ def _take_back(
     """Mark as no action the earlier steps a correction names: with words, those of ``tool``
     (any tool when None) whose target shares a content word with them; with nothing or a
     pointing word ("no, don't", "scratch that"), the last action asked; with "anything", every
-    earlier step of ``tool``."""
+    earlier step of ``tool``. Words name a step when the words of one are all in the other
+    (``_same_thing``)."""
     actions = [step for step in before if decided.get(step.words) not in (None, NOT_AN_ACTION)]
     if tool is not None:
         actions = [step for step in actions if decided[step.words] == tool]
@@ -256,9 +257,16 @@ def _take_back(
         chosen = actions[-1:]
     else:
         stems = content_stems(words)
-        chosen = [step for step in actions if stems & content_stems(core_phrase(step))]
+        chosen = [step for step in actions if _same_thing(stems, content_stems(core_phrase(step)))]
     for step in chosen:
         decided[step.words] = NOT_AN_ACTION
+
+
+def _same_thing(said: set[str], target: set[str]) -> bool:
+    """Whether a correction's words name an earlier step's target: the words of one are all
+    in the other ("the plants" and "water the plants"). One shared word is not enough: "don't
+    add 'buy eggs'" takes nothing back from "add 'buy milk'"."""
+    return bool(said and target) and (said <= target or target <= said)
 
 
 def _named_by_longest_verb(

@@ -64,8 +64,11 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from agent.prompting.compact_arithmetic import arithmetic_answer
+from agent.prompting.compact_languages import in_english, looks_foreign
 from agent.prompting.compact_lookup import (
     candidate_tasks,
+    content_stems,
     is_lookup,
     looked_up,
     lookup_call,
@@ -95,6 +98,7 @@ from agent.prompting.request_steps import (
     QUOTED,
     RequestStep,
     is_conversation,
+    negated,
     refers_back,
     request_steps,
     retraction,
@@ -352,7 +356,7 @@ def step_binding(
     if phase != "plan":  # a continuation is asked for in the request, so only its plan says so
         domain_tools = [tool for tool in domain_tools if tool.name != CONTINUE_OPEN_TODOS]
     if phase == "plan":
-        steps = tuple(request_steps(request))
+        steps = tuple(request_steps(in_english(request)))
         if steps and domain_tools and "create_todo" in by_name:
             return _plan_binding(
                 steps,
@@ -361,6 +365,7 @@ def step_binding(
                 history,
                 can_ask=ASK_USER in by_name,
                 prompts=prompts,
+                request=request,
             )
         if required_tool is not None:
             return StepBinding(
@@ -728,9 +733,11 @@ def _plan_binding(
     *,
     can_ask: bool = False,
     prompts: Prompts | None = None,
+    request: str = "",
 ) -> StepBinding:
     """The plan step: the tools the steps' verbs name, and the model's choice for the rest;
-    when every step is decided, the plan is made without a model call."""
+    when every step is decided, the plan is made without a model call. ``request`` is the
+    user's message as written (``steps`` may come from its English reading)."""
     decided = steps_by_verb(steps, tools)
     doubt = doubtful_step(steps, decided, tools)
     if doubt is not None:
@@ -792,21 +799,33 @@ def _plan_binding(
             ANSWER_MAX_TOKENS,
             reply=AIMessage(texts_of(prompts).load("nothing_to_continue")),
         )
-    return _no_action_answer(steps, tools, prompts=prompts)
+    return _no_action_answer(steps, tools, request, prompts)
 
 
 def _no_action_answer(
-    steps: Sequence[RequestStep], tools: Sequence[BaseTool], prompts: Prompts | None = None
+    steps: Sequence[RequestStep],
+    tools: Sequence[BaseTool],
+    request: str = "",
+    prompts: Prompts | None = None,
 ) -> StepBinding:
     """The answer to a request none of whose steps is an action: a question or small talk is
     the model's to answer in its own words (no tools); a request that only took something back
-    ("forget it", "never mind") changed nothing and says so; anything else no tool does is
-    said plainly."""
-    if any(retraction(step.words) is not None for step in steps):
+    ("forget it", "never mind", "add milk. No, don't.") changed nothing and says so; a request
+    in another language that no rule read says it was not understood
+    (``agent.prompting.compact_languages``); anything else no tool does is said plainly."""
+    if any(retraction(step.words) is not None or negated(step.words) is not None for step in steps):
         reply = AIMessage(content=texts_of(prompts).load("nothing_changed"))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
-    if is_conversation(" ".join(step.clause for step in steps)):
+    said = request or " ".join(step.clause for step in steps)
+    computed = arithmetic_answer(said)
+    if computed is not None:  # the small model got sums wrong (measured): computed here
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=AIMessage(computed))
+    if is_conversation(said):
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
+    if looks_foreign(said):
+        words = " ".join(said.split()).strip(" .!?")[:MAX_STRING_LENGTH]
+        reply = not_done_answer(texts_of(prompts).render("compact_not_understood", words=words))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     names = ", ".join(tool.name for tool in tools)
     reply = not_done_answer(texts_of(prompts).render("nothing_to_do", tools=names))
     return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
@@ -823,7 +842,7 @@ def previous_turn_tasks(history: Sequence[AnyMessage], tools: Sequence[BaseTool]
     ]
     if len(requests) < 2:
         return []
-    return named_tasks(request_steps(requests[-2].text), tools)
+    return named_tasks(request_steps(in_english(requests[-2].text)), tools)
 
 
 def continues(steps: Sequence[RequestStep], decided: Mapping[str, Any]) -> bool:
@@ -1010,11 +1029,45 @@ def bind_step(
 
 def conversation_prompt(prompt: Any, prompts: Prompts | None = None) -> list[AnyMessage]:
     """The prompt of a question or small talk no tool does: the conversation's own short
-    system prompt (``prompts/compact_conversation.md``) and the user's messages of the window,
-    without the planning instructions, which a small model answered by echoing the request."""
+    system prompt (``prompts/compact_conversation.md``), a few example exchanges
+    (``prompts/compact_conversation_examples.md``) and the user's last message, without the
+    planning instructions, which a small model answered by echoing the request. Why the
+    examples: the embedded model is a base model, which without them repeated the question
+    ("What's the capital of France?") and with them answered it ("Paris"; measured)."""
     messages = prompt.to_messages() if hasattr(prompt, "to_messages") else list(prompt)
     said = [message for message in messages if isinstance(message, HumanMessage)]
-    return [SystemMessage(content=texts_of(prompts).load("compact_conversation")), *said[-1:]]
+    shown: list[AnyMessage] = []
+    for question, answer in conversation_examples(prompts):
+        shown += [HumanMessage(content=question), AIMessage(content=answer)]
+    return [SystemMessage(content=texts_of(prompts).load("compact_conversation")), *shown, *said[-1:]]
+
+
+def conversation_examples(prompts: Prompts | None = None) -> list[tuple[str, str]]:
+    """The example exchanges: blocks of two lines (a message, its answer) apart by a blank
+    line."""
+    blocks = texts_of(prompts).load("compact_conversation_examples").strip().split("\n\n")
+    pairs = [block.strip().split("\n", 1) for block in blocks if block.strip()]
+    return [(pair[0].strip(), pair[1].strip()) for pair in pairs if len(pair) == 2]
+
+
+def _no_answer(reply: str, question: str, prompts: Prompts | None = None) -> bool:
+    """Whether the model's ``reply`` says nothing of its own: empty, the question repeated or
+    another question, the system prompt or the examples' words copied, or nothing the question
+    did not say (what the embedded model did when it had no answer; measured)."""
+
+    def plain(text: str) -> str:
+        return " ".join(text.split()).casefold().strip(" ?!.")
+
+    spoken, said = plain(reply), plain(question)
+    if not spoken or (said and (said in spoken or spoken in said)) or reply.strip().endswith("?"):
+        return True  # nothing, the question repeated, or another question instead of an answer
+    if plain(texts_of(prompts).load("compact_conversation"))[:40] in spoken:
+        return True
+    # Nothing the question did not say ("France is the capital of France"), or words that
+    # come from the examples and not from the question ("... at the University of Rome").
+    new = content_stems(reply) - content_stems(question)
+    examples = " ".join(" ".join(pair) for pair in conversation_examples(prompts))
+    return not new or bool(new & content_stems(examples))
 
 
 def _conversation(free: Any, prompts: Prompts | None = None) -> Any:
@@ -1025,11 +1078,10 @@ def _conversation(free: Any, prompts: Prompts | None = None) -> Any:
 
     async def answer(prompt: Any) -> AIMessage:
         messages = conversation_prompt(prompt, prompts=prompts)
-        reply = await free.ainvoke(messages)
+        # Greedy: sampled, the same question got "Paris" once and "France" the next time.
+        reply = await free.ainvoke(messages, temperature=0.0)
         text = reply.text if isinstance(reply, AIMessage) else str(reply)
-        said = " ".join(messages[-1].text.split()).casefold().strip(" ?!.") if messages else ""
-        spoken = " ".join(text.split()).casefold().strip(" ?!.")
-        if not spoken or (said and (said in spoken or spoken in said)):
+        if _no_answer(text, messages[-1].text if messages else "", prompts):
             return not_done_answer(texts_of(prompts).load("conversation_unanswered"))
         return reply if isinstance(reply, AIMessage) else AIMessage(content=text)
 

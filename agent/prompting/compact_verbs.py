@@ -41,6 +41,14 @@ TASK_VERBS: dict[str, tuple[str, ...]] = {
         "remind me to",
         "new task",
         "make a task",
+        "stick",
+        "set a reminder to",
+        "add a reminder to",
+        "make a note to",
+        "don't forget to",
+        "do not forget to",
+        "don't let me forget to",
+        "do not let me forget to",
     ),
     "list": (
         "show",
@@ -56,6 +64,14 @@ TASK_VERBS: dict[str, tuple[str, ...]] = {
         "see",
         "view",
         "how many",
+        "anything",
+        "any",
+        "is there",
+        "are there",
+        "do i have",
+        "do i still have",
+        "have i got",
+        "remind me what",
     ),
     "complete": (
         "mark",
@@ -74,7 +90,18 @@ TASK_VERBS: dict[str, tuple[str, ...]] = {
         "i'm done with",
     ),
     "update": ("rename", "change", "update", "edit", "reword", "retitle"),
-    "delete": ("delete", "remove", "drop", "erase", "get rid of", "cancel", "forget"),
+    "delete": (
+        "delete",
+        "remove",
+        "drop",
+        "erase",
+        "get rid of",
+        "cancel",
+        "forget",
+        "take off",
+        "scrap",
+        "ditch",
+    ),
     "uncomplete": ("reopen", "unmark", "uncheck", "undo", "mark as not done"),
 }
 
@@ -91,6 +118,7 @@ TASK_VERBS_NEEDING_SUBJECT: frozenset[str] = frozenset(
         "write down",
         "jot down",
         "remember",
+        "stick",
         # list: "what is 12 times 12?", "tell me a joke" are questions, not listings.
         "what",
         "what's",
@@ -102,6 +130,14 @@ TASK_VERBS_NEEDING_SUBJECT: frozenset[str] = frozenset(
         "see",
         "view",
         "how many",
+        "anything",
+        "any",
+        "is there",
+        "are there",
+        "do i have",
+        "do i still have",
+        "have i got",
+        "remind me what",
         # complete: "finish the report by Friday" is a plan of the user's, not a task closed.
         "mark",
         "finish",
@@ -118,6 +154,9 @@ TASK_VERBS_NEEDING_SUBJECT: frozenset[str] = frozenset(
         "drop",
         "cancel",
         "forget",
+        "take off",
+        "scrap",
+        "ditch",
         # uncomplete
         "undo",
     }
@@ -132,6 +171,15 @@ TASK_SUBJECT = (
 )
 """Words by which a step is about the user's tasks ("show me what is left", "mark X as done",
 "what's on my list")."""
+
+LIST_SUBJECT = (
+    rf"{TASK_SUBJECT}|\b(?:plate|agenda|chores|errands|(?:need|have|got) to do|"
+    r"(?:do|work on) (?:next|now|first|today))\b"
+)
+"""Words by which a question is about what the user has to do ("what's on my plate?", "anything
+left for me to do?"): wider than ``TASK_SUBJECT``, because a listing only reads, so one given to
+a question about something else changes nothing; the words that change a task keep the narrow
+subject ("note", "put" on an agenda add nothing)."""
 
 CONTINUE_VERBS: tuple[str, ...] = (
     "continue",
@@ -165,6 +213,7 @@ class RequestSubject:
 
 
 TASK_SUBJECT_RULE = RequestSubject(TASK_VERBS_NEEDING_SUBJECT, TASK_SUBJECT)
+LIST_SUBJECT_RULE = RequestSubject(TASK_VERBS_NEEDING_SUBJECT, LIST_SUBJECT)
 
 
 @dataclass(frozen=True)
@@ -188,7 +237,8 @@ class CompactTool:
 
 
 def _task_tool(kind: str, lookup: str | None = None) -> CompactTool:
-    return CompactTool(TASK_VERBS[kind], TASK_SUBJECT_RULE, lookup, reads=kind == "list")
+    subject = LIST_SUBJECT_RULE if kind == "list" else TASK_SUBJECT_RULE
+    return CompactTool(TASK_VERBS[kind], subject, lookup, reads=kind == "list")
 
 
 COMPACT_TOOLS: dict[str, CompactTool] = {

@@ -47,7 +47,8 @@ _CLAUSE_BREAK = re.compile(
     r"[.;:!?\n]+\s*"
     r"|,(?!\s*(?:and\s+|or\s+)?\x00)\s*"  # a comma, unless it lists quoted phrases
     r"|\s+-\s+"
-    r"|\b(?:and\s+)?(?:then|after that|afterwards|also|finally|lastly|plus)\b",
+    r"|\b(?:and\s+)?(?:then|after that|afterwards|also|finally|lastly|plus)\b"
+    r"|\s*\bbut\s+(?=(?:please\s+)?(?:don'?t|do not|never)\b)",  # "add x but don't add y"
     re.IGNORECASE,
 )
 _AND = re.compile(r"\s*\band\b\s*|\s*&\s*", re.IGNORECASE)
@@ -56,7 +57,8 @@ _WORD = re.compile(r"[A-Za-z0-9\x00]")
 _FILLER = (
     r"(?:please|pls|kindly|can you|could you|would you|will you|you can|you could|"
     r"i need you to|i want you to|"
-    r"i'd like you to|i need to|i want to|i'd like to|let's|let us|go ahead and|now|and|so|"
+    r"i'd like you to|i need to|i want to|i'd like to|i (?:just|only) want to|let's|let us|"
+    r"go ahead and|now|and|so|"
     r"ok|okay|hey|hi|hello|thanks|thank you|just|only|simply|actually|oh|well|instead|"
     r"if that's (?:ok|okay|alright|all right|fine)|if you can|if possible|if you don't mind)"
 )
@@ -302,7 +304,9 @@ def core_phrase(step: RequestStep, verb: str | None = None) -> str:
 
 
 _NEGATED = re.compile(
-    r"^(?:no[,.!]?\s+)?(?:please\s+)?(?:don'?t|do not|never|no need to|not)\b\s*(?P<rest>.*)$",
+    r"^(?:no[,.!]?\s+)?(?:please\s+)?(?:don'?t|do not|never(?!\s*mind)|no need to|not)\b"
+    r"(?!\s+(?:let\s+me\s+)?forget\s+to\b)"  # "don't forget to call mom" asks for a task
+    r"\s*(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 _RETRACTION = re.compile(

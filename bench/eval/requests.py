@@ -79,10 +79,13 @@ DEFAULT_CORPUS = (
     DEFAULT_REQUESTS,
     HERE / "heldout.json",
     HERE / "corpus.json",
+    HERE / "corpus2.json",
     HERE / "untuned.json",
 )
 """What ``python -m bench.eval`` runs without ``--requests``: the README-like suite (its own
-requests and its first held-out five), issue 40's tuning corpus and its untuned part."""
+requests and its first held-out five), issue 40's tuning corpus (``corpus.json``, and
+``corpus2.json``: new phrasings per class written to widen the rules, tuning too) and its
+untuned part."""
 KNOWN_WORKERS = ("tasks",)
 PARTS = ("tuning", "untuned")
 DEFAULT_CLASS = "README-like"

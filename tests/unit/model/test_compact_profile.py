@@ -140,13 +140,25 @@ def book_table_tool() -> Any:
 def test_steps_no_verb_names_are_not_actions_when_every_tool_declares_its_verbs(
     tools: list[Any],
 ) -> None:
-    request = "Hi there! Thanks for the help yesterday."
+    request = "I washed the car yesterday."
 
     binding = step_binding(tools, [], [HumanMessage(request)], None, request)
 
     assert binding.phase == "answer" and binding.reply is not None
     assert "no tool of mine does what you asked" in binding.reply.content
     assert "add_task" in binding.reply.content
+
+
+def test_small_talk_no_verb_names_is_the_models_to_answer_with_no_tool(
+    tools: list[Any],
+) -> None:
+    request = "Hi there! Thanks for the help yesterday."
+
+    binding = step_binding(tools, [], [HumanMessage(request)], None, request)
+
+    # Read as written: the greeting was once cut off as courtesy and answered "no tool of
+    # mine does what you asked"; small talk is the model's (issue 40 section 2).
+    assert binding.phase == "answer" and binding.reply is None and not binding.tools
 
 
 def test_a_step_no_verb_names_is_offered_to_the_model_with_the_tools_that_declare_none(

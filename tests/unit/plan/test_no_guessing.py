@@ -63,7 +63,7 @@ def test_words_that_name_no_action_change_nothing(tools: list[Any], request_text
 
 
 @pytest.mark.parametrize(
-    "request_text", ["What is 12 times 12?", "Tell me a joke", "What can you do?"]
+    "request_text", ["What is the capital of France?", "Tell me a joke", "What can you do?"]
 )
 def test_a_question_or_small_talk_is_the_models_to_answer_with_no_tool(
     tools: list[Any], request_text: str
