@@ -1039,7 +1039,11 @@ def conversation_prompt(prompt: Any, prompts: Prompts | None = None) -> list[Any
     shown: list[AnyMessage] = []
     for question, answer in conversation_examples(prompts):
         shown += [HumanMessage(content=question), AIMessage(content=answer)]
-    return [SystemMessage(content=texts_of(prompts).load("compact_conversation")), *shown, *said[-1:]]
+    return [
+        SystemMessage(content=texts_of(prompts).load("compact_conversation")),
+        *shown,
+        *said[-1:],
+    ]
 
 
 def conversation_examples(prompts: Prompts | None = None) -> list[tuple[str, str]]:

@@ -139,8 +139,6 @@ def ended(
     claims that nothing made (``agent.turn.claim_check``)."""
     status = turn_end_status(rows, answer)
     restated = with_not_done(answer, rows, prompts) if status == "incomplete" else None
-    if status == "answered" and (
-        restated := backed_or_restated(messages, answer, rows, prompts)
-    ):
+    if status == "answered" and (restated := backed_or_restated(messages, answer, rows, prompts)):
         status = "incomplete"
     return {"turnStatus": status, **({"messages": [restated]} if restated else {})}
