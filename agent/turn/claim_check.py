@@ -15,7 +15,9 @@ happen and the answer's own words, never the request's meaning.
   an error in this turn.
 - **An attempt left as it was.** A call of a tool that can change something failed and no
   call of that tool succeeded in the turn; or the model called a tool the run does not have,
-  or wrote a call as text (never run), and no call changed anything. A call the harness held
+  or its answer holds a call written as text (never run), and no call changed anything. A call
+  written as text earlier is no attempt when the model, asked to make it or to answer in plain
+  words (``agent.turn.empty_answer``), answered. A call the harness held
   back (``NOT_RUN``: a plan not yet approved, a fork) is no attempt: the rows say what is left.
   What a failed attempt was for was not done, whatever the answer says.
 
@@ -189,15 +191,12 @@ def _written_attempts(message: AIMessage) -> list[Attempt]:
 
 
 def turn_calls(messages: Sequence[AnyMessage]) -> TurnCalls:
-    """This turn's (from its request on) tool calls and calls written as text, sorted into
-    ``TurnCalls``."""
+    """This turn's (from its request on) tool calls, sorted into ``TurnCalls``."""
     names: dict[str, str] = {}
     calls = TurnCalls()
     for message in _turn_messages(messages):
         if isinstance(message, AIMessage):
             names.update({str(call.get("id")): call["name"] for call in message.tool_calls})
-            if not message.tool_calls:
-                calls.attempts += _written_attempts(message)
         elif isinstance(message, ToolMessage):
             tool = names.get(message.tool_call_id) or message.name or "a tool"
             calls.called.append(tool)
@@ -241,6 +240,8 @@ def unbacked_statement(
     """What was not done and why, in plain words, when the turn may not end ``answered``
     (the module's two rules); None when the answer is backed."""
     calls = turn_calls(messages)
+    if not answer.tool_calls:
+        calls.attempts += _written_attempts(answer)
     if attempts := calls.open_attempts:
         lines = "\n".join(dict.fromkeys(f"- {call.tool}: {call.reason}" for call in attempts))
         return chosen(prompts).render("change_failed", failed=lines)
