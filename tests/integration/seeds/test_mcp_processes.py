@@ -114,7 +114,10 @@ async def test_turnplan_run_closes_its_mcp_sessions_and_keeps_server_logs_apart(
             lambda title: (
                 ("remember", {"text": "milk"})
                 if title == "Remember milk"
-                else ("todolist__set", {"todos": [{"content": "Pack", "status": "pending"}]})
+                else (
+                    "todolist__set",
+                    {"todos": [{"content": "Pack", "status": "pending", "activeForm": "Packing"}]},
+                )
             ),
         )
     )

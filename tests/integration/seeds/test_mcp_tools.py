@@ -173,7 +173,11 @@ async def test_a_server_that_dies_mid_call_is_an_mcp_error_and_the_next_call_rec
     assert crashed["error"] == "MCP_ERROR"
     assert "'notes'" in crashed["message"]
     assert text_of(tool_results(result, "recall")[0]) == "milk"  # a new session, working
-    assert result["turnStatus"] == "answered"
+    # The crash the user asked for failed and nothing made up for it: not all was done.
+    assert result["turnStatus"] == "incomplete"
+    assert "Not done" in text_of(result["messages"][-1]) and "crash" in text_of(
+        result["messages"][-1]
+    )
     assert result["toolErrors"] == 1
     assert any("MCP server 'notes' failed on crash" in r.getMessage() for r in caplog.records)
     await database.dispose()
