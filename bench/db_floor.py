@@ -102,11 +102,7 @@ class TransactionRecorder:
 
     def _on_begin(self, connection: Connection) -> None:
         if self.recording:
-            # turnplan sends its BEGIN on the driver (no statement event): its mode is the
-            # connection's option, as ``storage.engine`` reads it.
-            mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
-            begin = None if mode == SINGLE_STATEMENT else str(mode)
-            self._open[connection] = RecordedTransaction(begin=begin)
+            self._open[connection] = RecordedTransaction(begin=None)
 
     def _on_statement(
         self,
@@ -121,6 +117,9 @@ class TransactionRecorder:
             return
         transaction = self._open.get(connection)
         if transaction is None:
+            return
+        if sql.startswith("BEGIN "):
+            transaction.begin = sql.split()[1]
             return
         transaction.statements.append((sql, parameters, many))
 

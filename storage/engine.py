@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import sqlite3
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -32,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Executable, create_engine, event, inspect, text
-from sqlalchemy.engine import AdaptedConnection
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -112,7 +110,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
         if mode != SINGLE_STATEMENT:
-            _begin_on_driver(connection, f"BEGIN {mode}")
+            connection.exec_driver_sql(f"BEGIN {mode}")
 
     @event.listens_for(engine.sync_engine, "reset")
     def _on_reset(
@@ -127,21 +125,6 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         if state.terminate_only or driver is None or not driver.in_transaction:
             return
         dbapi_connection.rollback()
-
-
-def _begin_on_driver(connection: Connection, begin: str) -> None:
-    """Send ``begin`` on the aiosqlite connection itself (``AdaptedConnection.run_async``,
-    SQLAlchemy's way to await a driver method from an event): one trip to aiosqlite's thread,
-    where ``exec_driver_sql`` takes three (open a cursor, execute, close it) and a statement's
-    whole execution context, on every transaction. A failure (a database still locked after
-    the busy timeout) is raised as SQLAlchemy's ``OperationalError``, as the statement's own
-    would be, so the callers' retries and error reports see no difference."""
-    adapted = connection.connection.dbapi_connection
-    assert isinstance(adapted, AdaptedConnection)  # the aiosqlite driver is async
-    try:
-        adapted.run_async(lambda driver: driver.execute(begin))
-    except sqlite3.OperationalError as error:
-        raise OperationalError(begin, None, error) from error
 
 
 RETIRED_VIEW = "recorded_calls"

@@ -58,8 +58,8 @@ async def test_a_statement_written_alone_that_fails_changes_nothing(database: Da
 async def test_a_transaction_that_cannot_get_the_write_lock_fails_as_a_database_error(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its BEGIN is sent on the driver: a lock still held when the wait is over is reported as
-    SQLAlchemy's error (the callers turn that into DATABASE_ERROR), not the driver's."""
+    """A lock still held when the wait is over is reported as SQLAlchemy's error (the callers
+    turn that into DATABASE_ERROR), not the driver's."""
     monkeypatch.setattr(storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 50)
     monkeypatch.setattr(storage.engine, "LOCK_WAIT_SECONDS", 0.0)
     await database.create_schema()
