@@ -38,7 +38,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from storage.engine import BEGIN_MODE_OPTION, SINGLE_STATEMENT, Database
+from storage.engine import BEGIN_MODE_OPTION, Database
 
 
 @dataclass
@@ -184,7 +184,7 @@ async def replay_core(
 
 
 async def _replay_one(connection: AsyncConnection, transaction: RecordedTransaction) -> None:
-    mode = transaction.begin or SINGLE_STATEMENT
+    mode = transaction.begin or "IMMEDIATE"
     moded = await connection.execution_options(**{BEGIN_MODE_OPTION: mode})
     for sql, parameters, many in transaction.statements:
         result = await moded.exec_driver_sql(sql, list(parameters) if many else parameters)

@@ -39,7 +39,6 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from storage.loop_shutdown import call_at_loop_shutdown
 from storage.models import Base
@@ -53,9 +52,8 @@ LOCK_WAIT_SECONDS = 60.0
 SCHEMA_LOCK_KEY = int.from_bytes(b"turnplan", "big")
 """The PostgreSQL advisory lock that processes creating turnplan's schema take turns on."""
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
-SINGLE_STATEMENT = "NONE"
-"""The begin mode of ``Database.write_alone``: no BEGIN, so SQLite runs the statement as a
-transaction of its own (and commits it)."""
+"""The execution option that says which lock a SQLite transaction's BEGIN takes (``IMMEDIATE``,
+the default, or ``DEFERRED`` for reads)."""
 
 
 class SchemaMismatchError(RuntimeError):
@@ -109,22 +107,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
-        if mode != SINGLE_STATEMENT:
-            connection.exec_driver_sql(f"BEGIN {mode}")
-
-    @event.listens_for(engine.sync_engine, "reset")
-    def _on_reset(
-        dbapi_connection: Any, record: ConnectionPoolEntry, state: PoolResetState
-    ) -> None:
-        # The pool's own reset (``pool_reset_on_return``, off for SQLite in ``_build_engine``)
-        # rolls back every connection it takes back, though each of our transactions has
-        # already committed or rolled back: one more trip to aiosqlite's thread per
-        # transaction, of the five or so a plan item makes. Roll back only a connection still
-        # inside a transaction; asking costs no trip.
-        driver = record.driver_connection
-        if state.terminate_only or driver is None or not driver.in_transaction:
-            return
-        dbapi_connection.rollback()
+        connection.exec_driver_sql(f"BEGIN {mode}")
 
 
 RETIRED_VIEW = "recorded_calls"
@@ -191,8 +174,8 @@ class _LoopEngine:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     alone: AsyncEngine
-    """The same engine (and pool) for ``Database.write_alone``: on SQLite without BEGIN, on
-    PostgreSQL in autocommit, so neither sends a BEGIN or a COMMIT of its own."""
+    """The same engine (and pool) for ``Database.write_alone``: on PostgreSQL in autocommit
+    (one round trip, no BEGIN or COMMIT); on SQLite the engine itself (a write transaction)."""
     schema_ready: bool = False
     shutdown_hook: AsyncGenerator[None, None] | None = None
 
@@ -241,9 +224,9 @@ class Database:
         if self.is_sqlite:
             _check_sqlite_file(url)
         if self.is_sqlite:
-            engine = create_async_engine(url, echo=self._echo, pool_reset_on_return=None)
+            engine = create_async_engine(url, echo=self._echo)
             _configure_sqlite(engine)
-            alone = engine.execution_options(**{BEGIN_MODE_OPTION: SINGLE_STATEMENT})
+            alone = engine
         else:
             engine = create_async_engine(url, echo=self._echo)
             alone = engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -338,12 +321,12 @@ class Database:
         self, statement: Executable, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]
     ) -> int:
         """Run one write statement as a transaction of its own; returns how many rows it
-        changed. For a conditional UPDATE that is the whole transaction (the step claim of
-        every graph step), so it is sent without BEGIN and COMMIT: SQLite takes the write lock,
-        runs and commits it as one statement; PostgreSQL runs it in autocommit, one round trip
-        where a transaction takes three. A list of parameter sets runs it once per set, each a
-        transaction of its own on SQLite (one for all on PostgreSQL, whose ``executemany`` is
-        atomic): for writes that need not land together. A busy SQLite database is retried
+        changed (the step claim and the model answer's record of every model step). On
+        PostgreSQL it runs in autocommit: one round trip where a transaction takes three. On
+        SQLite it is an ordinary write transaction (``BEGIN IMMEDIATE``, the statement,
+        ``COMMIT``): sending it without BEGIN measured under half a point of a turn's share
+        (bench/RESULTS.md), so it is not worth a mode of its own. A list of parameter sets runs
+        the statement once per set in that one transaction. A busy SQLite database is retried
         with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
         current = await self._ready()
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
@@ -352,7 +335,7 @@ class Database:
             try:
                 async with current.alone.connect() as connection:
                     result = await connection.execute(statement, parameters)
-                    await connection.commit()  # nothing is open: the statement committed
+                    await connection.commit()  # on PostgreSQL (autocommit) a no-op
                     return int(result.rowcount or 0)
             except OperationalError as error:
                 if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:

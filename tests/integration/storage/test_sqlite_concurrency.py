@@ -155,9 +155,9 @@ async def test_a_database_with_a_foreign_turn_todos_table_is_refused_untouched(
 async def test_a_connection_handed_back_inside_a_transaction_is_rolled_back(
     database: Database,
 ) -> None:
-    """The pool only rolls back connections still inside a transaction (the others have
-    committed or rolled back already); one that is must not reach its next user with a
-    half-written row or the write lock."""
+    """A connection handed back to the pool inside a transaction (code that wrote on the
+    driver and never committed) must not reach its next user with a half-written row or the
+    write lock: the pool rolls it back."""
     await database.create_schema()
     async with database.engine.connect() as connection:
         raw = await connection.get_raw_connection()

@@ -1,5 +1,5 @@
-"""``Database.write_alone`` on SQLite: one write statement as a transaction of its own, sent
-without BEGIN (the step claim of every graph step; on PostgreSQL, in autocommit:
+"""``Database.write_alone`` on SQLite: one write statement as a transaction of its own (the step
+claim of every model step and the model answer's record; on PostgreSQL, in autocommit:
 ``tests/integration/storage/test_postgres_backend.py``). What a caller
 relies on: the count of changed rows, the change visible to every other connection at once, and
 a failed statement that changes nothing and leaves the connection fit for the next transaction.
