@@ -47,8 +47,8 @@ def _claim_row(scope: TurnScope, step: int, task_id: str, run_id: str) -> dict[s
 async def claim_step_alone(
     database: Database, scope: TurnScope, *, step: int, task_id: str, run_id: str
 ) -> bool:
-    """Claim ``step`` as a transaction of its own (one statement, one trip on SQLite): true when
-    this run took it, false when some run already had."""
+    """Claim ``step`` as a transaction of its own (``Database.write_alone``): true when this run
+    took it, false when some run already had."""
     statement = _CLAIMS["sqlite" if database.is_sqlite else "postgresql"]
     return bool(await database.write_alone(statement, _claim_row(scope, step, task_id, run_id)))
 
