@@ -71,13 +71,30 @@ async def recorded(database: Database, tool_name: str) -> None:
     raise AssertionError(f"no result of {tool_name} was recorded")
 
 
+async def stopped_in_the_gate(
+    face: Face, database: Database, model: ScriptedChatModel
+) -> tuple[Any, Gate]:
+    """Says "note milk" to ``face`` (tools: ``record`` and a gate) and cancels the run once it
+    waits in the gate with ``record``'s result committed: a tools step stopped halfway, as a
+    user pressing stop leaves it. Returns the agent (to resume, or for a new turn) and the gate,
+    still closed."""
+    gate = Gate()
+    agent = face.build(model, database, [record, gate.tool()])
+    run = asyncio.create_task(face.run(agent, "note milk"))
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    await recorded(database, "record")
+    run.cancel()
+    with suppress(asyncio.CancelledError):
+        await run
+    return agent, gate
+
+
 # --- exactly once ------------------------------------------------------------------------------
 
 
 async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
     face: Face, database: Database, recorded_notes: list[str]
 ) -> None:
-    gate = Gate()
     model = scripted_turn(
         database,
         act(
@@ -88,13 +105,7 @@ async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
         close_row(0),
         answer_with("Noted."),
     )
-    agent = face.build(model, database, [record, gate.tool()])
-    run = asyncio.create_task(face.run(agent, "note milk"))
-    await asyncio.wait_for(gate.entered.wait(), 10)
-    await recorded(database, "record")
-    run.cancel()
-    with suppress(asyncio.CancelledError):
-        await run
+    agent, gate = await stopped_in_the_gate(face, database, model)
 
     gate.block = False
     result = await face.run(agent, None)
@@ -110,19 +121,12 @@ async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
 async def test_a_call_left_unanswered_by_a_stopped_run_shows_its_recorded_result_later(
     face: Face, database: Database, recorded_notes: list[str]
 ) -> None:
-    gate = Gate()
     model = scripted_turn(
         database,
         act(tool_call("record", note="milk"), tool_call("wait_here", note="x")),
         answer_with("You're welcome."),
     )
-    agent = face.build(model, database, [record, gate.tool()])
-    run = asyncio.create_task(face.run(agent, "note milk"))
-    await asyncio.wait_for(gate.entered.wait(), 10)
-    await recorded(database, "record")
-    run.cancel()
-    with suppress(asyncio.CancelledError):
-        await run
+    agent, _ = await stopped_in_the_gate(face, database, model)
 
     # A new turn instead of a resume: the stopped run's calls are orphans in its history.
     result = await face.run(agent, "thanks")
