@@ -197,7 +197,7 @@ class SupervisorDeps:
         rows earlier turns left open, for a plan step: the full profile then says so in one
         line and binds ``continue_open_todos`` (never otherwise: its schema would be sent with
         every call for nothing); the compact profile offers it to its plan's verbs only
-        (``agent.prompting.compact_tools.continues``), so a small model is told nothing.
+        (``agent.prompting.compact_plan_step.continues``), so a small model is told nothing.
         ``superseded``: the note on earlier turns a newer run stopped
         (``agent.turn.superseded.superseded_note``), added to the system prompt of every
         profile: what stays done is news the user must get whatever the model."""
@@ -212,10 +212,10 @@ class SupervisorDeps:
             model = await self.model_with_tools(context, tools, required_tool=required_tool)
         elif context.planning == "off":
             # The compact profile is a plug-in: a deployment that never uses it never loads it.
-            from agent.prompting import compact_tools
+            from agent.prompting import compact_no_plan
 
-            binding = compact_tools.no_plan_binding(run_tools.tools, history, request)
-            model = compact_tools.bind_no_plan(await self.chat_model(context), binding)
+            binding = compact_no_plan.no_plan_binding(run_tools.tools, history, request)
+            model = compact_no_plan.bind_no_plan(await self.chat_model(context), binding)
         else:
             from agent.prompting import compact_tools
 

@@ -20,8 +20,8 @@ passes the id of the listed task the step's words name **without doubt**:
 Nothing else is a match: never a title that merely contains the words (a short word or a
 pronoun such as "it" is inside many titles), never the nearest of several. Titles that share
 words with them are the ``candidates`` the harness asks the user to choose from
-(``agent.prompting.compact_tools``); with none, the item says no task has that name. An action
-that cannot be taken back is never made on a guess (issue 40).
+(``agent.prompting.compact_questions``); with none, the item says no task has that name. An
+action that cannot be taken back is never made on a guess (issue 40).
 
 The lookup call's id starts with ``LOOKUP_CALL_PREFIX``, so its result is not taken for the
 item's action (``agent.prompting.compact_tools`` closes an item once its action returned).

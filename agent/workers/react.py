@@ -86,7 +86,7 @@ def build_worker(
         if prompt_profile(settings, model_setting_of(model, settings)) is COMPACT:
             # A small model: the harness does the item's planned action (issue 27). The
             # compact profile is a plug-in, loaded only when used.
-            from agent.prompting.compact_tools import worker_step
+            from agent.prompting.compact_worker import worker_step
 
             reply = worker_step(tool_list, state.messages, prompts=prompts)
             if reply is not None:

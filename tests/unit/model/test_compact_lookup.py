@@ -297,7 +297,7 @@ def test_a_step_a_workers_tool_does_is_planned_for_that_worker(
 def test_an_item_for_a_worker_is_delegated_and_the_worker_does_its_action_without_its_model(
     delegating_tools: list[Any],
 ) -> None:
-    from agent.prompting.compact_tools import worker_step
+    from agent.prompting.compact_worker import worker_step
     from prompts import render_prompt
 
     action = PlannedAction("complete_task", "submitted the expense report", "mark that task done")
@@ -352,7 +352,7 @@ def test_an_item_for_a_worker_is_delegated_and_the_worker_does_its_action_withou
 
 
 def test_a_worker_handed_an_item_without_a_planned_action_asks_its_model() -> None:
-    from agent.prompting.compact_tools import worker_step
+    from agent.prompting.compact_worker import worker_step
 
     worker_tools = build_task_tools(Database("sqlite+aiosqlite:///:memory:"))
 

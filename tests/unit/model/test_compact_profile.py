@@ -15,11 +15,8 @@ from agent.context import Context
 from agent.llm.openai_compatible import CompatibleChatOpenAI
 from agent.prompting.builder import COMPACT, model_messages, prompt_profile
 from agent.prompting.compact_plan import stored_action
-from agent.prompting.compact_tools import (
-    DISPATCH_TOOL,
-    step_binding,
-    unwrap_dispatch,
-)
+from agent.prompting.compact_schemas import DISPATCH_TOOL, unwrap_dispatch
+from agent.prompting.compact_tools import step_binding
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.continue_plan import build_continue_tool
 from agent.tools.personal_tasks import build_task_tools
@@ -258,7 +255,7 @@ def test_an_item_just_started_offers_the_domain_tools_with_the_users_words(
 
 
 def test_quoted_words_of_the_request_ground_an_item_that_names_them() -> None:
-    from agent.prompting.compact_tools import grounded_phrases
+    from agent.prompting.compact_schemas import grounded_phrases
 
     current = row("Add 'call mom' to my tasks", "in_progress")
 

@@ -165,7 +165,7 @@ def test_a_worker_reads_the_action_only_from_its_hand_over_context_line(database
     from langchain_core.messages import HumanMessage
 
     from agent.prompting.compact_plan import PlannedAction
-    from agent.prompting.compact_tools import worker_step
+    from agent.prompting.compact_worker import worker_step
 
     tools = build_task_tools(database)
     action = PlannedAction("add_task", "buy milk", "add 'buy milk'").as_context()

@@ -14,9 +14,10 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent.prompting.compact_arithmetic import arithmetic_answer
+from agent.prompting.compact_binding import StepBinding
 from agent.prompting.compact_languages import in_english, looks_foreign
 from agent.prompting.compact_lookup import matching_task
-from agent.prompting.compact_tools import StepBinding, bind_step, step_binding
+from agent.prompting.compact_tools import bind_step, step_binding
 from agent.tools.ask_user import build_ask_user_tool
 from agent.tools.personal_tasks import build_task_tools
 from agent.tools.todos import build_todo_tools
