@@ -55,6 +55,9 @@ BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
 """The execution option that says which lock a SQLite transaction's BEGIN takes (``IMMEDIATE``,
 the default, or ``DEFERRED`` for reads)."""
 
+Write = tuple[Executable, Mapping[str, Any] | Sequence[Mapping[str, Any]]]
+"""One write of ``Database.write_chain``: a statement and its parameters (a list: once per set)."""
+
 
 class SchemaMismatchError(RuntimeError):
     """The database has a table of ours with other columns; nothing in it was changed."""
@@ -321,22 +324,35 @@ class Database:
         self, statement: Executable, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]
     ) -> int:
         """Run one write statement as a transaction of its own; returns how many rows it
-        changed (the step claim and the model answer's record of every model step). On
-        PostgreSQL it runs in autocommit: one round trip where a transaction takes three. On
-        SQLite it is an ordinary write transaction (``BEGIN IMMEDIATE``, the statement,
-        ``COMMIT``): sending it without BEGIN measured under half a point of a turn's share
-        (bench/RESULTS.md), so it is not worth a mode of its own. A list of parameter sets runs
-        the statement once per set in that one transaction. A busy SQLite database is retried
-        with backoff for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
+        changed. A list of parameter sets runs the statement once per set in that one
+        transaction. See ``write_chain``, which this is with one write."""
+        return (await self.write_chain([(statement, parameters)]))[0]
+
+    async def write_chain(self, writes: Sequence[Write]) -> list[int]:
+        """Run ``writes`` in order as one transaction of their own, each only if the one before
+        it changed a row; returns how many rows each that ran changed (a shorter list when one
+        changed none). This is the step claim and the model answer's record of every model
+        step (``storage.repositories.turn_steps``), so it is kept to the fewest trips: on
+        PostgreSQL each statement runs in autocommit (one round trip where a transaction takes
+        three; a later write that fails leaves the earlier ones committed), on SQLite it is an
+        ordinary write transaction (``BEGIN IMMEDIATE``, the statements, ``COMMIT``): sending
+        one without BEGIN measured under half a point of a turn's share (bench/RESULTS.md). A
+        busy SQLite database is retried with backoff for up to ``LOCK_WAIT_SECONDS``, as
+        ``session`` does."""
         current = await self._ready()
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         attempt = 0
         while True:
             try:
                 async with current.alone.connect() as connection:
-                    result = await connection.execute(statement, parameters)
+                    changed: list[int] = []
+                    for statement, parameters in writes:
+                        result = await connection.execute(statement, parameters)
+                        changed.append(int(result.rowcount or 0))
+                        if not changed[-1]:
+                            break
                     await connection.commit()  # on PostgreSQL (autocommit) a no-op
-                    return int(result.rowcount or 0)
+                    return changed
             except OperationalError as error:
                 if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
                     raise

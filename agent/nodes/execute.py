@@ -32,9 +32,9 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
 from agent.state import SupervisorState
 from agent.turn.evidence import folded_snapshot
-from agent.turn.lineage import claim_next_step
+from agent.turn.lineage import DeferredClaim, TurnClaim, claim_next_step
 from agent.turn.plan_card import plan_card, ui_todos
-from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_handed
+from agent.turn.rows_handoff import NOTHING_HANDED, HandedRows, hand_over, take_handed
 from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
 from agent.turn.usage import (
     store_row_usage,
@@ -68,16 +68,38 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
         return await execute_step(state, runtime=runtime)
 
     async def execute_step(state: SupervisorState, *, runtime: Runtime[Context]) -> dict[str, Any]:
-        context = runtime.context or Context()
         scope = TurnScope(state.conversationId, state.turnId)
         handed = take_handed(state, scope, state.turnStep)
-        known = handed.rows if handed is not None else None
         try:
+            if handed is not None and state.turnStep + 1 > state.catchUpTo:
+                # Straight on from this run's own step: the claim goes with the answer's record.
+                deferred = DeferredClaim.next_of(deps.database, state)
+                going_on = TurnClaim(scope, deferred.step, rows=handed.rows)
+                update = await step_on(state, runtime, going_on, handed, deferred)
+                if await deferred.alone():
+                    return update
+                handed = None  # the step was taken meanwhile: the answer is dropped
             claim = await claim_next_step(
-                deps.database, state, read_rows=True, known_rows=known, saved=deps.checkpoints
+                deps.database,
+                state,
+                read_rows=True,
+                known_rows=handed.rows if handed is not None else None,
+                saved=deps.checkpoints,
             )
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None, prompts=deps.prompts)
+        return await step_on(state, runtime, claim, handed)
+
+    async def step_on(
+        state: SupervisorState,
+        runtime: Runtime[Context],
+        claim: TurnClaim,
+        handed: HandedRows | None,
+        deferred: DeferredClaim | None = None,
+    ) -> dict[str, Any]:
+        """The step with its claim made (or ``deferred``, to be made with the answer's
+        record): the tool round judged, then the model call."""
+        context = runtime.context or Context()
         update = {**claim.update(), **NOTHING_HANDED}
         todos = state.todos
         shown = handed is not None and handed.shown and claim.forked_from is None
@@ -139,6 +161,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
             turn_message_id=state.turnMessageId or None,
             rows=claim.rows,
             claimed_step=claim.step,
+            deferred_claim=deferred,
             retaken=claim.retaken,
             usage=usage,
             row_usage=row_usage,

@@ -29,6 +29,7 @@ from agent.nodes.deps import SupervisorDeps
 from agent.prompting.builder import model_messages
 from agent.prompting.orphan_results import orphan_results
 from agent.turn.answer_ledger import record_answer, recorded_answer
+from agent.turn.lineage import DeferredClaim
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan
 from agent.turn.rows_handoff import NOTHING_HANDED
@@ -64,6 +65,10 @@ class TurnView:
     """The turn's step the caller claimed in this run right before the call (``plan`` and
     ``execute`` do); the answer's tool calls then skip the call gate's read
     (``agent.calls.gate.fresh_message``)."""
+    deferred_claim: DeferredClaim | None = None
+    """The step's claim, when the caller left it to be made with the answer's record
+    (``agent.turn.lineage.DeferredClaim``; ``execute`` then makes it alone if nothing is
+    recorded)."""
     retaken: bool = False
     """The step is one this run took before (``TurnClaim.retaken``): the answer it got then, if
     recorded, is the answer now (``agent.turn.answer_ledger``)."""
@@ -160,7 +165,12 @@ async def model_step(
         response = answered = await step.model.ainvoke(prompt, config)
         if isinstance(response, AIMessage):
             response = await record_answer(
-                deps.database, view.scope, view.llm_calls, len(history), response
+                deps.database,
+                view.scope,
+                view.llm_calls,
+                len(history),
+                response,
+                view.deferred_claim,
             )
     except (GraphBubbleUp, asyncio.CancelledError):
         raise

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, messages_from_dict, messages_to_d
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import database_failure
+from agent.turn.lineage import DeferredClaim
 from storage import Database
 from storage.repositories import ModelAnswerRepository, TurnScope, record_answer_alone
 
@@ -46,12 +47,19 @@ async def record_answer(
     call_index: int,
     history_length: int,
     answer: AIMessage,
+    claim: DeferredClaim | None = None,
 ) -> AIMessage:
     """Record ``answer`` (one with tool calls) before its calls run, and return the answer to
-    act on: this one, or the one another run of the same step recorded first."""
+    act on: this one, or the one another run of the same step recorded first. ``claim``: the
+    step's claim, made with the record (``DeferredClaim``); when the step was taken meanwhile
+    nothing is recorded (the caller drops the answer)."""
     if not answer.tool_calls or not scope.turn_id:
         return answer
     text = json.dumps(messages_to_dict([answer]))
+    if claim is not None:
+        if await claim.with_answer(call_index, history_length, text) or not claim.taken:
+            return answer
+        return await recorded_answer(database, scope, call_index, history_length) or answer
     try:
         if await record_answer_alone(
             database,

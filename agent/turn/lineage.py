@@ -56,6 +56,7 @@ from storage.repositories import (
     TurnStepRepository,
     TurnTodoRepository,
     claim_step_alone,
+    claim_step_with_answer,
 )
 
 FORK_MARK = "/fork-"
@@ -374,6 +375,64 @@ async def continue_turn(
         return claim
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "turn") from error
+
+
+@dataclass(eq=False)
+class DeferredClaim:
+    """The next step's claim for a run that goes straight on from a step of its own (the rows
+    were handed over, ``agent.turn.rows_handoff``): made after the model call, in the
+    transaction that records its answer (one transaction a model step instead of two), or alone
+    when there is no answer to record. Either way it is made before any of the answer's calls
+    runs, so the claim still fences the tools step. A run that finds the step taken meanwhile
+    (another run of the same turn at the same step: a server's retry racing the run it
+    replaces) records nothing and settles its claim as any other run does (``continue_turn``),
+    having spent one model call. A run from a checkpoint (a resume, a replay, a fork) has
+    nothing handed over, and claims before it calls the model."""
+
+    database: Database
+    scope: TurnScope
+    step: int
+    identity: RunIdentity
+    taken: bool | None = None
+    """Whether this run took the step; None until the claim is made."""
+
+    @classmethod
+    def next_of(cls, database: Database, state: SupervisorState) -> DeferredClaim:
+        scope = TurnScope(state.conversationId, state.turnId)
+        return cls(database, scope, state.turnStep + 1, identity_of(get_config()))
+
+    async def with_answer(self, call_index: int, history_length: int, message: str) -> bool:
+        """Claim the step and record the answer; whether the answer was recorded (not when
+        the step was taken meanwhile, nor when its place holds another answer already)."""
+        try:
+            self.taken, recorded = await claim_step_with_answer(
+                self.database,
+                self.scope,
+                step=self.step,
+                task_id=self.identity.task_id,
+                run_id=self.identity.run_id,
+                call_index=call_index,
+                history_length=history_length,
+                message=message,
+            )
+        except (SQLAlchemyError, OSError) as error:
+            raise database_failure(error, "turn") from error
+        return recorded
+
+    async def alone(self) -> bool:
+        """Make the claim if the answer's record has not: whether this run took the step."""
+        if self.taken is None:
+            try:
+                self.taken = await claim_step_alone(
+                    self.database,
+                    self.scope,
+                    step=self.step,
+                    task_id=self.identity.task_id,
+                    run_id=self.identity.run_id,
+                )
+            except (SQLAlchemyError, OSError) as error:
+                raise database_failure(error, "turn") from error
+        return self.taken
 
 
 async def _settle_claim(

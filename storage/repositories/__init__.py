@@ -1,9 +1,9 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
 exceptions are the writes that are transactions of their own (most through
-``Database.write_alone``): a step claim (``claim_step_alone``), a model answer
-(``record_answer_alone``), the records of calls whose effect is elsewhere (``record_alone``;
-``record_with_evidence``, one session for a batch) and the usage of plan rows
-(``save_row_usage_alone``)."""
+``Database.write_alone`` and ``Database.write_chain``): a step claim (``claim_step_alone``), a
+model answer (``record_answer_alone``), both at once (``claim_step_with_answer``), the records of
+calls whose effect is elsewhere (``record_alone``; ``record_with_evidence``, one session for a
+batch) and the usage of plan rows (``save_row_usage_alone``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository
@@ -23,6 +23,7 @@ from storage.repositories.turn_steps import (
     ModelAnswerRepository,
     TurnStepRepository,
     claim_step_alone,
+    claim_step_with_answer,
     record_answer_alone,
 )
 from storage.repositories.turn_todos import NewTurnTodo, TurnScope, TurnTodoRepository
@@ -47,6 +48,7 @@ __all__ = [
     "TurnStepRepository",
     "TurnTodoRepository",
     "claim_step_alone",
+    "claim_step_with_answer",
     "copy_dependencies",
     "record_alone",
     "record_answer_alone",

@@ -123,6 +123,28 @@ def _answer_row(
     }
 
 
+async def claim_step_with_answer(
+    database: Database,
+    scope: TurnScope,
+    *,
+    step: int,
+    task_id: str,
+    run_id: str,
+    call_index: int,
+    history_length: int,
+    message: str,
+) -> tuple[bool, bool]:
+    """Claim ``step`` and record the answer of the model call made for it, as one transaction
+    (``Database.write_chain``): whether this run took the step, and whether the answer was
+    recorded. A step some run already had records nothing; a place of the turn that holds an
+    answer already keeps it (the caller takes that one)."""
+    dialect = "sqlite" if database.is_sqlite else "postgresql"
+    claim = _claim_row(scope, step, task_id, run_id)
+    answer = _answer_row(scope, call_index, history_length, message)
+    changed = await database.write_chain([(_CLAIMS[dialect], claim), (_ANSWERS[dialect], answer)])
+    return bool(changed[0]), len(changed) > 1 and bool(changed[1])
+
+
 async def record_answer_alone(
     database: Database, scope: TurnScope, *, call_index: int, history_length: int, message: str
 ) -> bool:

@@ -15,23 +15,22 @@ async def test_the_profile_counts_each_items_database_work_and_leaves_nothing_pa
     shorter, result = await profile(4, repeats=1), await profile(8, repeats=1)
 
     assert shorter.problem == result.problem == ""
-    # Each further item of a sequential turn: the step claim of execute (a tool round goes
-    # straight on to it; drain judges only the answer), the record of the model's answer (its
-    # calls then run exactly once even if the checkpoints after it are lost), the close, the
-    # recorded result of the item's action.
-    assert round(8 * result.transactions - 4 * shorter.transactions) == 4 * 4
-    # Their statements: 2 for the claim (BEGIN, the INSERT of the step), 2 for the answer's
-    # record (BEGIN, the INSERT), 4 for the close (BEGIN, the row, the next row, its recorded
+    # Each further item of a sequential turn: execute's step claim made with the record of the
+    # model's answer (its calls then run exactly once even if the checkpoints after it are lost;
+    # agent.turn.lineage.DeferredClaim), the close, the recorded result of the item's action.
+    assert round(8 * result.transactions - 4 * shorter.transactions) == 4 * 3
+    # Their statements: 3 for the claim and the answer (BEGIN, the INSERT of the step, the
+    # INSERT of the answer), 4 for the close (BEGIN, the row, the next row, its recorded
     # result), 3 for the action's record (BEGIN, the record, its evidence for the row in
     # progress). No step reads the rows: each takes them from the step before
     # (agent.turn.rows_handoff). Sending the claim and the answer without BEGIN measured under
     # half a point of share and was removed (issue 42, bench/RESULTS.md).
-    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 11
+    assert round(8 * result.statements - 4 * shorter.statements) == 4 * 10
     # Three trips per statement through SQLAlchemy's aiosqlite adapter (open a cursor, execute,
     # close it), one more to fetch the evidence's RETURNING rows, one per COMMIT and one per
     # connection handed back to the pool (its reset rolls back; skipping that when nothing was
     # open measured under half a point too).
-    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * (11 * 3 + 1 + 4 + 4)
+    assert round(8 * result.thread_trips - 4 * shorter.thread_trips) == 4 * (10 * 3 + 1 + 3 + 3)
     assert set(result.timed_ms) == set(TIMED)
     assert all(ms > 0 for ms in result.timed_ms.values())
     assert "trips to aiosqlite's thread" in report(result)

@@ -55,6 +55,29 @@ async def test_a_statement_written_alone_that_fails_changes_nothing(database: Da
         assert found.all() == ["a", "b"]
 
 
+async def test_a_chain_of_writes_stops_at_the_first_that_changes_nothing(
+    database: Database,
+) -> None:
+    """``write_chain``: the step claim and the answer's record in one transaction; an answer is
+    never recorded for a step another run had taken."""
+    async with database.session() as session:
+        await session.execute(insert(Turn).values(turnId="a", **ROW))
+    moved_then_added = [
+        (update(Turn).where(Turn.step == 1).values(step=2), {}),
+        (insert(Turn).values(turnId="b", **ROW), {}),
+    ]
+    assert await database.write_chain(moved_then_added) == [1, 1]
+    assert await database.write_chain(
+        [
+            (update(Turn).where(Turn.turnId == "none").values(step=3), {}),
+            (insert(Turn).values(turnId="c", **ROW), {}),
+        ]
+    ) == [0]
+    async with database.session(readonly=True) as session:
+        found = (await session.execute(select(Turn.turnId, Turn.step).order_by(Turn.turnId))).all()
+    assert [tuple(row) for row in found] == [("a", 2), ("b", 1)]
+
+
 async def test_a_transaction_that_cannot_get_the_write_lock_fails_as_a_database_error(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
