@@ -4,12 +4,13 @@ nothing (issue 26).
 
 Why: issue 26 asks for turnplan's checkpointed overhead at or below ``todolist-seq``'s at every
 N >= 5, and proposes finding the time in fewer transactions per item. A sequential item costs
-four: the step claim of ``execute``, the record of the model's answer, the close of the row and
-the record of the item's action. Merging or batching them can at best make three of them free
-(the close must still change the row). This measures that best case directly: the same turn
-with the other three replaced by no-ops (``free_writes``), interleaved round by round with the
-real turn and ``todolist-seq`` (the same process, machine and checkpointer), best per system.
-If the bound does not reach parity, no merge of those writes can.
+three: the step claim of ``execute`` made with the record of the model's answer (one
+transaction since issue 42), the close of the row and the record of the item's action. Merging
+or batching them can at best make two of them free (the close must still change the row). This
+measures that best case directly: the same turn with the others replaced by no-ops
+(``free_writes``), interleaved round by round with the real turn and ``todolist-seq`` (the same
+process, machine and checkpointer), best per system. If the bound does not
+reach parity, no merge of those writes can.
 
 It is a bound, not a configuration: without those writes a turn is no longer exactly once (a
 re-picked run repeats calls, a fork is not told from a resume). Counts are exact; times are for
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ SYSTEMS = ("turnplan", "turnplan, free writes", "todolist-seq")
 
 FREE_WRITES = (
     "agent.turn.lineage.claim_step_alone",
+    "agent.turn.lineage.claim_step_with_answer",
     "agent.turn.answer_ledger.record_answer_alone",
     "agent.turn.call_ledger.record_alone",
     "agent.turn.call_ledger.record_with_evidence",
@@ -52,13 +54,21 @@ async def _recorded(*_args: Any, **_kwargs: Any) -> None:
     return None
 
 
+async def _claimed_with_answer(*_args: Any, **_kwargs: Any) -> tuple[bool, bool]:
+    return True, True  # the step taken and its answer recorded
+
+
 @contextmanager
 def free_writes() -> Iterator[None]:
     """The turn with its step claims, answer records and action records as no-ops."""
     with ExitStack() as stack:
         for target in FREE_WRITES:
-            writes_bool = target.endswith(("claim_step_alone", "record_answer_alone"))
-            stack.enter_context(patch(target, _taken if writes_bool else _recorded))
+            free: Callable[..., Awaitable[Any]] = _recorded
+            if target.endswith(("claim_step_alone", "record_answer_alone")):
+                free = _taken
+            elif target.endswith("claim_step_with_answer"):
+                free = _claimed_with_answer
+            stack.enter_context(patch(target, free))
         yield
 
 

@@ -164,14 +164,8 @@ async def model_step(
         config = merge_configs(ensure_config(), {"callbacks": [recorder]})
         response = answered = await step.model.ainvoke(prompt, config)
         if isinstance(response, AIMessage):
-            response = await record_answer(
-                deps.database,
-                view.scope,
-                view.llm_calls,
-                len(history),
-                response,
-                view.deferred_claim,
-            )
+            place = (view.scope, view.llm_calls, len(history))  # the turn's n-th call
+            response = await record_answer(deps.database, *place, response, view.deferred_claim)
     except (GraphBubbleUp, asyncio.CancelledError):
         raise
     except ToolFailure as failure:  # the recorded results could not be read or written

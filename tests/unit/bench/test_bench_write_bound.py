@@ -42,7 +42,7 @@ async def transactions_of_a_turn(n: int, *, free: bool) -> int:
     return begun[0]
 
 
-async def test_free_writes_drop_three_of_an_items_four_transactions_and_undo_themselves() -> None:
+async def test_free_writes_drop_two_of_an_items_three_transactions_and_undo_themselves() -> None:
     original = agent.turn.lineage.claim_step_alone
 
     real = (await transactions_of_a_turn(6, free=False)) - await transactions_of_a_turn(
@@ -50,8 +50,8 @@ async def test_free_writes_drop_three_of_an_items_four_transactions_and_undo_the
     )
     free = (await transactions_of_a_turn(6, free=True)) - await transactions_of_a_turn(3, free=True)
 
-    # Two turns of three more items each: four transactions per item, one (the close) left.
-    assert real == 2 * 3 * 4
+    # Two turns of three more items each: three transactions per item, one (the close) left.
+    assert real == 2 * 3 * 3
     assert free == 2 * 3 * 1
     assert agent.turn.lineage.claim_step_alone is original
 
