@@ -14,8 +14,9 @@ budget that is spent makes no call: the step hands over to ``drain``, which writ
 honest closing answer; so does a spent token budget (``Context.max_turn_tokens``,
 ``agent.turn.usage``). A round that made no progress (``agent.turn.idle``) is counted, and the
 ``max_idle_rounds``-th in a row ends the turn ``stalled`` here, with no call. So a plan item costs
-two graph steps (this and ``tools``) and one step
-claim, not three and two.
+two graph steps (this and ``tools``) and one step claim, not three and two. Straight after a
+tools step of this run (the rows were handed over) the claim is made with the answer's record,
+one transaction (``agent.turn.lineage.DeferredClaim``); a run from a checkpoint claims first.
 """
 
 from __future__ import annotations
