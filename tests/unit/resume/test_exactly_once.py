@@ -53,6 +53,20 @@ class Gate:
         return wait_here
 
 
+async def cancelled_in_the_gate(
+    graph: Any, request: str, config: dict[str, Any], context: Context, gate: Gate
+) -> None:
+    """Sends ``request`` and cancels the run once a call waits in ``gate``: a tools step stopped
+    halfway, the calls before the gate committed, as a user pressing stop leaves it."""
+    run = asyncio.create_task(
+        graph.ainvoke({"messages": [HumanMessage(content=request)]}, config, context=context)
+    )
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    run.cancel()
+    with suppress(asyncio.CancelledError):
+        await run
+
+
 async def test_a_cancelled_tools_step_resumes_without_repeating_committed_calls(
     database: Database,
 ) -> None:
@@ -76,13 +90,7 @@ async def test_a_cancelled_tools_step_resumes_without_repeating_committed_calls(
     config = {"configurable": {"thread_id": "cancelled"}}
     context = Context(user_id="alice")
 
-    run = asyncio.create_task(
-        graph.ainvoke({"messages": [HumanMessage(content="three things")]}, config, context=context)
-    )
-    await asyncio.wait_for(gate.entered.wait(), 10)
-    run.cancel()
-    with suppress(asyncio.CancelledError):
-        await run
+    await cancelled_in_the_gate(graph, "three things", config, context, gate)
     assert count(database, "SELECT count(*) FROM turn_todos") == 3
     assert count(database, "SELECT count(*) FROM tasks") == 1
 
@@ -115,13 +123,7 @@ async def test_an_orphaned_call_that_committed_is_answered_with_its_result(
     )
     graph = build_graph(model, tools=[gate.tool()], database=database, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "orphans"}}
-    run = asyncio.create_task(
-        graph.ainvoke({"messages": [HumanMessage(content="add milk")]}, config, context=Context())
-    )
-    await asyncio.wait_for(gate.entered.wait(), 10)
-    run.cancel()
-    with suppress(asyncio.CancelledError):
-        await run
+    await cancelled_in_the_gate(graph, "add milk", config, Context(), gate)
 
     # A new turn on the thread instead of a resume: the old calls are orphans in its history.
     await graph.ainvoke({"messages": [HumanMessage(content="thanks")]}, config, context=Context())
