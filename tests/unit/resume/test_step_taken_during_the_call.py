@@ -11,14 +11,18 @@ import sqlite3
 from contextlib import closing
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import select
 
 from agent.context import Context
 from agent.graph import build_graph
 from storage import Database
+from storage.models import ModelAnswer
+from storage.repositories import TurnScope, claim_step_with_answer
 from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
 
 TITLES = ["first", "second", "third"]
@@ -111,3 +115,31 @@ async def test_a_server_run_that_lost_its_step_to_another_run_forks_and_acts_onc
     assert "/fork-" in result["turnId"]
     assert result["turnStatus"] == "answered", result["messages"][-1].content
     assert DONE == TITLES
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"], indirect=True)
+async def test_a_claim_with_an_answer_records_it_only_for_a_step_this_run_took(
+    database: Database,
+) -> None:
+    """One transaction on SQLite, one statement on PostgreSQL: an answer is never recorded for
+    a step another run had, and a place of the turn keeps the first answer recorded there."""
+    scope = TurnScope("conversation", "turn")
+
+    async def claim(step: int, task: str, call_index: int, message: str) -> tuple[bool, bool]:
+        return await claim_step_with_answer(
+            database,
+            scope,
+            step=step,
+            task_id=task,
+            run_id="",
+            call_index=call_index,
+            history_length=3,
+            message=message,
+        )
+
+    assert await claim(2, "mine", 1, "first") == (True, True)
+    assert await claim(2, "another run", 2, "never") == (False, False)
+    assert await claim(3, "mine", 1, "second") == (True, False)
+    async with database.session(readonly=True) as session:
+        answers = (await session.execute(select(ModelAnswer.callIndex, ModelAnswer.message))).all()
+    assert [tuple(answer) for answer in answers] == [(1, "first")]
