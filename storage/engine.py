@@ -24,17 +24,16 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import Connection, Executable, create_engine, event, inspect, text
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
-    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -55,8 +54,6 @@ SCHEMA_LOCK_KEY = int.from_bytes(b"turnplan", "big")
 BEGIN_MODE_OPTION = "turnplan_sqlite_begin"
 """The execution option that says which lock a SQLite transaction's BEGIN takes (``IMMEDIATE``,
 the default, or ``DEFERRED`` for reads)."""
-
-T = TypeVar("T")
 
 Write = tuple[Executable, Mapping[str, Any] | Sequence[Mapping[str, Any]]]
 """One write of ``Database.write_chain``: a statement and its parameters (a list: once per set)."""
@@ -335,51 +332,27 @@ class Database:
         """Run ``writes`` in order as one transaction of their own, each only if the one before
         it changed a row; returns how many rows each that ran changed (a shorter list when one
         changed none). This is the step claim and the model answer's record of every model
-        step on SQLite (``storage.repositories.turn_steps``), so it is kept to the fewest trips:
-        on PostgreSQL each statement runs in autocommit (one round trip where a transaction
-        takes three; a later write that fails leaves the earlier ones committed), on SQLite it
-        is an ordinary write transaction (``BEGIN IMMEDIATE``, the statements, ``COMMIT``):
-        sending one without BEGIN measured under half a point of a turn's share
-        (bench/RESULTS.md)."""
-
-        async def run(connection: AsyncConnection) -> list[int]:
-            changed: list[int] = []
-            for statement, parameters in writes:
-                result = await connection.execute(statement, parameters)
-                changed.append(int(result.rowcount or 0))
-                if not changed[-1]:
-                    break
-            return changed
-
-        return await self._alone(run)
-
-    async def write_returning(
-        self, statement: Executable, parameters: Mapping[str, Any]
-    ) -> tuple[Any, ...]:
-        """Run one statement that writes and returns one row as a transaction of its own: on
-        PostgreSQL, in autocommit, the step claim and the answer's record as one statement (a
-        data-modifying ``WITH``, ``storage.repositories.turn_steps``): one round trip and one
-        commit where two took two each, measured over half a point of a turn's share
-        (bench/RESULTS.md)."""
-
-        async def run(connection: AsyncConnection) -> tuple[Any, ...]:
-            return (await connection.execute(statement, parameters)).one()
-
-        return await self._alone(run)
-
-    async def _alone(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """``work`` on a connection of ``write_alone``'s engine (autocommit on PostgreSQL, a
-        write transaction on SQLite), committed. A busy SQLite database is retried with backoff
-        for up to ``LOCK_WAIT_SECONDS``, as ``session`` does."""
+        step (``storage.repositories.turn_steps``), so it is kept to the fewest trips: on
+        PostgreSQL each statement runs in autocommit (one round trip where a transaction takes
+        three; a later write that fails leaves the earlier ones committed), on SQLite it is an
+        ordinary write transaction (``BEGIN IMMEDIATE``, the statements, ``COMMIT``): sending
+        one without BEGIN measured under half a point of a turn's share (bench/RESULTS.md). A
+        busy SQLite database is retried with backoff for up to ``LOCK_WAIT_SECONDS``, as
+        ``session`` does."""
         current = await self._ready()
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         attempt = 0
         while True:
             try:
                 async with current.alone.connect() as connection:
-                    done = await work(connection)
+                    changed: list[int] = []
+                    for statement, parameters in writes:
+                        result = await connection.execute(statement, parameters)
+                        changed.append(int(result.rowcount or 0))
+                        if not changed[-1]:
+                            break
                     await connection.commit()  # on PostgreSQL (autocommit) a no-op
-                    return done
+                    return changed
             except OperationalError as error:
                 if not (self.is_sqlite and _is_busy(error)) or time.monotonic() > deadline:
                     raise

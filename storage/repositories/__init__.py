@@ -1,10 +1,9 @@
 """One repository a table. Each takes an ``AsyncSession``, flushes, and never commits; the
 exceptions are the writes that are transactions of their own (most through
-``Database.write_alone``, ``write_chain`` and ``write_returning``): a step claim
-(``claim_step_alone``), a model answer (``record_answer_alone``), both at once
-(``claim_step_with_answer``), the records of calls whose effect is elsewhere (``record_alone``;
-``record_with_evidence``, one session for a batch) and the usage of plan rows
-(``save_row_usage_alone``)."""
+``Database.write_alone`` and ``Database.write_chain``): a step claim (``claim_step_alone``), a
+model answer (``record_answer_alone``), both at once (``claim_step_with_answer``), the records of
+calls whose effect is elsewhere (``record_alone``; ``record_with_evidence``, one session for a
+batch) and the usage of plan rows (``save_row_usage_alone``)."""
 
 from storage.repositories.asked_questions import AskedQuestionRepository
 from storage.repositories.audit import CallOrigin, ToolAuditRepository

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Insert, func, select, text
+from sqlalchemy import Insert, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,32 +31,6 @@ def _insert_new(table: type[TurnStep] | type[ModelAnswer], dialect: str) -> Inse
 
 _CLAIMS = {name: _insert_new(TurnStep, name) for name in ("sqlite", "postgresql")}
 _ANSWERS = {name: _insert_new(ModelAnswer, name) for name in ("sqlite", "postgresql")}
-
-
-_CLAIM_WITH_ANSWER = text(
-    """
-    WITH claimed AS (
-        INSERT INTO turn_steps ("conversationId", "turnId", step, "taskId", "runId", "claimedAt")
-        VALUES (:step_conversationId, :step_turnId, :step_step, :step_taskId, :step_runId,
-                :step_claimedAt)
-        ON CONFLICT DO NOTHING
-        RETURNING step
-    ), recorded AS (
-        INSERT INTO model_answers
-            ("conversationId", "turnId", "callIndex", "historyLength", message, "createdAt")
-        SELECT :answer_conversationId, :answer_turnId, CAST(:answer_callIndex AS INTEGER),
-               CAST(:answer_historyLength AS INTEGER), :answer_message, :answer_createdAt
-        FROM claimed
-        ON CONFLICT DO NOTHING
-        RETURNING "callIndex"
-    )
-    SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM recorded)
-    """
-)
-"""PostgreSQL's claim with the answer's record, one statement in autocommit: the answer is
-inserted only from the claim's returned row, so a step some run already had records nothing;
-the two counts say whether the step was taken and the answer recorded. (SQLite has no
-data-modifying ``WITH``: there the two INSERTs are one transaction, ``Database.write_chain``.)"""
 
 
 def _claim_row(scope: TurnScope, step: int, task_id: str, run_id: str) -> dict[str, Any]:
@@ -164,14 +138,10 @@ async def claim_step_with_answer(
     (``Database.write_chain``): whether this run took the step, and whether the answer was
     recorded. A step some run already had records nothing; a place of the turn that holds an
     answer already keeps it (the caller takes that one)."""
+    dialect = "sqlite" if database.is_sqlite else "postgresql"
     claim = _claim_row(scope, step, task_id, run_id)
     answer = _answer_row(scope, call_index, history_length, message)
-    if not database.is_sqlite:
-        named = {f"step_{key}": value for key, value in claim.items()}
-        named.update({f"answer_{key}": value for key, value in answer.items()})
-        counts = await database.write_returning(_CLAIM_WITH_ANSWER, named)
-        return bool(counts[0]), bool(counts[1])
-    changed = await database.write_chain([(_CLAIMS["sqlite"], claim), (_ANSWERS["sqlite"], answer)])
+    changed = await database.write_chain([(_CLAIMS[dialect], claim), (_ANSWERS[dialect], answer)])
     return bool(changed[0]), len(changed) > 1 and bool(changed[1])
 
 
