@@ -509,11 +509,16 @@ def unreported_steps(turn: Sequence[AnyMessage]) -> list[AnyMessage]:
     index, reported = found
     step = turn[index]
     assert isinstance(step, AIMessage)  # _newest_plan_change returns AI messages only
+    # Only that message's own results go: the tool messages right after it. A server that
+    # numbers calls afresh in every response ("call_0" each time) reuses the ids later.
+    results_end = index + 1
+    while results_end < len(turn) and isinstance(turn[results_end], ToolMessage):
+        results_end += 1
     rest = [
         message
-        for message in turn[index + 1 :]
+        for message in turn[index + 1 : results_end]
         if not (isinstance(message, ToolMessage) and message.tool_call_id in reported)
-    ]
+    ] + list(turn[results_end:])
     kept = _without_calls(step, reported)
     return rest if kept is None else [kept, *rest]
 

@@ -21,7 +21,7 @@ from agent.prompting.builder import ORPHAN_RESULT
 from agent.turn.call_ledger import RecordBatch, record_result, recorded_results
 from storage import Database
 from storage.repositories import ToolCallKey
-from tests.fakes import PlanOracle, ScriptedChatModel, ai, tool_call
+from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
 
 TITLES = ["one", "two", "three"]
 
@@ -151,6 +151,40 @@ async def test_a_server_that_reuses_call_ids_in_a_new_message_still_acts(
     result = await graph.ainvoke({"messages": [HumanMessage(content="milk, then eggs")]})
     assert result["turnStatus"] == "answered"
     assert count(database, "SELECT count(*) FROM tasks") == 2
+
+
+async def test_a_server_that_reuses_call_ids_sees_each_result_after_its_plan_and_acts_once(
+    database: Database,
+) -> None:
+    """With every call numbered "call_0", the plan call's id is the action's too: the model
+    must still be sent the action's result (not see it unanswered and call it again)."""
+
+    def respond(messages: list[Any]) -> AIMessage:
+        view = plan_view(messages)
+        same_id = {"id": "call_0", "type": "tool_call"}
+        if not view:
+            items = {"items": [{"title": "add milk"}]}
+            return AIMessage(
+                content="", tool_calls=[{**same_id, "name": "create_todo", "args": items}]
+            )
+        rows = [row for row in plan_rows(view) if row.mark == ">"]
+        acted = any(isinstance(m, ToolMessage) and m.name == "add_task" for m in messages)
+        if rows and not acted:
+            args = {"title": "milk"}
+            return AIMessage(content="", tool_calls=[{**same_id, "name": "add_task", "args": args}])
+        if rows:
+            args = {"todoId": rows[0].id, "outcome": "added milk"}
+            return AIMessage(
+                content="", tool_calls=[{**same_id, "name": "complete_todo", "args": args}]
+            )
+        return AIMessage(content="Milk is on your list.")
+
+    model = ScriptedChatModel(responder=respond)
+    graph = build_graph(model, database=database)
+    result = await graph.ainvoke({"messages": [HumanMessage(content="add milk")]})
+    assert result["turnStatus"] == "answered"
+    assert count(database, "SELECT count(*) FROM tasks") == 1
+    assert len(model.prompts) == 4  # plan, act, close, answer: no call made twice
 
 
 async def test_a_call_id_repeated_within_one_message_acts_once(database: Database) -> None:
