@@ -52,7 +52,9 @@ from agent.prompting.builder import FULL, history_limit
 from agent.prompting.orphan_results import orphan_results
 from agent.tools.todos import build_todo_tools
 from agent.turn.approval import ask_for_approval, awaiting_approval
+from agent.turn.claim_check import needs_row_evidence
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
+from agent.turn.evidence import turn_evidence
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
@@ -237,12 +239,18 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         if isinstance(last, AIMessage) and last.tool_calls:
             return {"llmCalls": llm_calls}
         rows = await self._rows(state)
+        evidence = (
+            await turn_evidence(self.database, _scope(state))
+            if rows and needs_row_evidence(state["messages"])
+            else []
+        )
         decision = drain_decision(
             state["messages"],
             rows,
             _counters(state, llm_calls),
             self._settings(runtime),
             self.prompts,
+            evidence,
         )
         update = {"llmCalls": llm_calls, "todos": _todos(rows, state), **decision}
         if decision.get("turnStatus", "running") != "running":

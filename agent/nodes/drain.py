@@ -25,6 +25,7 @@ budget left goes straight back to ``execute`` (``agent.nodes.routing.after_tools
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -37,15 +38,16 @@ from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import end_turn_with_failure
 from agent.state import SupervisorState
 from agent.turn.approval import ask_for_approval, awaiting_approval
+from agent.turn.claim_check import needs_row_evidence
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
-from agent.turn.evidence import folded_snapshot
+from agent.turn.evidence import folded_snapshot, turn_evidence
 from agent.turn.lineage import claim_next_step, moved_on
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_rows import PlanCounts, TurnPlan, count_rows, plan_limits
 from agent.turn.rows_handoff import NOTHING_HANDED, hand_over, take_over
 from agent.turn.usage import store_row_usage, todos_with_usage, turn_usage
 from prompts import Prompts
-from storage.models import TurnTodo
+from storage.models import TodoEvidence, TurnTodo
 from storage.repositories import TurnScope
 
 
@@ -83,9 +85,14 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
                 approval = await ask_for_approval(plan, rows, plan_limits(context), deps.prompts)
                 rows, _ = await plan.rows()
             counts = count_rows(rows)
+            evidence = (
+                await turn_evidence(deps.database, claim.scope)
+                if rows and needs_row_evidence(state.messages)
+                else []
+            )
         except ToolFailure as failure:
             return end_turn_with_failure(failure.message, None, prompts=deps.prompts)
-        result = _drain(state, context, rows, counts, deps.prompts)
+        result = _drain(state, context, rows, counts, deps.prompts, evidence)
         if context.audit_model and rows and result.get("turnStatus") == "answered":
             snapshot = folded_snapshot(rows, state.todos, state.evidenceLog)
             result = await audited(state, context, snapshot, result, deps.prompts)
@@ -126,6 +133,7 @@ def _drain(
     rows: list[TurnTodo],
     counts: PlanCounts,
     prompts: Prompts,
+    evidence: Sequence[TodoEvidence],
 ) -> dict[str, Any]:
     """The decision itself (``agent.turn.drain_rule``), from the state and the rows just read."""
     counters = TurnCounters(
@@ -134,4 +142,4 @@ def _drain(
         reminders_in_a_row=state.remindersInARow,
         usage=turn_usage(state),
     )
-    return drain_decision(state.messages, rows, counters, context, prompts)
+    return drain_decision(state.messages, rows, counters, context, prompts, evidence)

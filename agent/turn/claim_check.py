@@ -19,7 +19,11 @@ happen and the answer's own words, never the request's meaning.
   written as text earlier is no attempt when the model, asked to make it or to answer in plain
   words (``agent.turn.empty_answer``), answered. A call the harness held
   back (``NOT_RUN``: a plan not yet approved, a fork) is no attempt: the rows say what is left.
-  What a failed attempt was for was not done, whatever the answer says.
+  What a failed attempt was for was not done, whatever the answer says. A call of the same tool
+  that succeeded makes a failure good, except for a plan row closed as completed whose own
+  calls (``todo_evidence``: those made while it was in progress) all failed: another row's
+  success is not this row's (``rows_done_on_failure``; the turn's evidence is read only when
+  a change failed, ``needs_row_evidence``).
 
 Either way the turn ends ``incomplete`` and the answer gets, after the model's words, what was
 not done and why (``prompts/claim_not_backed.md``, ``prompts/change_failed.md``). The direction
@@ -47,7 +51,7 @@ from agent.errors import ErrorCode, error_code_of
 from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, TODO_TOOL_NAMES
 from agent.turn.identity import REMINDER_NAME, message_text
 from prompts import Prompts, chosen
-from storage.models import TurnTodo
+from storage.models import TodoEvidence, TurnTodo
 
 READ_ONLY_TOOLS = frozenset({"list_tasks", "ListTasks"})
 """The built-in tools that only read (the personal tasks' and the conversation list's)."""
@@ -171,7 +175,11 @@ def _failed(message: ToolMessage) -> bool:
 
 
 def _reason(message: ToolMessage) -> str:
-    text = message_text(message).strip()
+    return _reason_text(message_text(message))
+
+
+def _reason_text(text: str) -> str:
+    text = text.strip()
     code = error_code_of(text)
     if code is not None:
         payload = json.loads(text)
@@ -208,6 +216,40 @@ def turn_calls(messages: Sequence[AnyMessage]) -> TurnCalls:
     return calls
 
 
+def needs_row_evidence(messages: Sequence[AnyMessage]) -> bool:
+    """Whether a change failed in this turn that another call of its tool may seem to have
+    made good: only then can a row closed as completed rest on failures alone
+    (``rows_done_on_failure``), so only then do the callers read the turn's evidence."""
+    return bool(turn_calls(messages).attempts)
+
+
+def rows_done_on_failure(
+    rows: Sequence[TurnTodo], evidence: Sequence[TodoEvidence]
+) -> list[Attempt]:
+    """The failed calls behind rows closed as completed whose every call of a tool that may
+    change something failed while they were in progress (``todo_evidence``): a row is no more
+    done than its own calls made it, whatever another row's success of the same tool did."""
+    completed = {row.id: row for row in rows if row.status == "completed"}
+    failed: dict[str, list[TodoEvidence]] = {}
+    succeeded: set[str] = set()
+    for entry in evidence:
+        if entry.todoId not in completed or entry.toolName in CHANGE_NOTHING:
+            continue
+        if not entry.isError:
+            succeeded.add(entry.todoId)
+        elif error_code_of(entry.result) != ErrorCode.NOT_RUN:
+            failed.setdefault(entry.todoId, []).append(entry)
+    return [
+        Attempt(
+            entry.toolName,
+            f"for '{completed[todo_id].title}', closed as completed: {_reason_text(entry.result)}",
+        )
+        for todo_id, entries in failed.items()
+        if todo_id not in succeeded
+        for entry in entries
+    ]
+
+
 def _why_nothing_changed(calls: TurnCalls) -> str:
     if not calls.called:
         return "no tool was called"
@@ -236,13 +278,15 @@ def unbacked_statement(
     answer: AIMessage,
     rows: Sequence[TurnTodo],
     prompts: Prompts | None = None,
+    evidence: Sequence[TodoEvidence] = (),
 ) -> str | None:
     """What was not done and why, in plain words, when the turn may not end ``answered``
-    (the module's two rules); None when the answer is backed."""
+    (the module's two rules); None when the answer is backed. ``evidence``: the turn's, read
+    when ``needs_row_evidence`` says a row may rest on failures alone."""
     calls = turn_calls(messages)
     if not answer.tool_calls:
         calls.attempts += _written_attempts(answer)
-    if attempts := calls.open_attempts:
+    if attempts := calls.open_attempts or rows_done_on_failure(rows, evidence):
         lines = "\n".join(dict.fromkeys(f"- {call.tool}: {call.reason}" for call in attempts))
         return chosen(prompts).render("change_failed", failed=lines)
     if calls.changed:
@@ -260,10 +304,11 @@ def backed_or_restated(
     answer: AIMessage,
     rows: Sequence[TurnTodo],
     prompts: Prompts | None = None,
+    evidence: Sequence[TodoEvidence] = (),
 ) -> AIMessage | None:
     """None when the answer may end the turn ``answered``; else the answer restated (same id:
     it replaces the model's) with what was not done said first, for an ``incomplete`` end."""
-    statement = unbacked_statement(messages, answer, rows, prompts)
+    statement = unbacked_statement(messages, answer, rows, prompts, evidence)
     if statement is None:
         return None
     content = chosen(prompts).render(

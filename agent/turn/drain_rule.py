@@ -40,7 +40,7 @@ from agent.turn.outcome import (
 from agent.turn.plan_rows import count_rows
 from agent.turn.usage import TurnUsage, tokens_exhausted
 from prompts import Prompts, chosen
-from storage.models import TurnTodo
+from storage.models import TodoEvidence, TurnTodo
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,13 @@ def drain_decision(
     counters: TurnCounters,
     context: Context,
     prompts: Prompts | None = None,
+    evidence: Sequence[TodoEvidence] = (),
 ) -> dict[str, Any]:
     """The update after the newest message: ``turnStatus`` set when the turn ends here (with
     the closing message in ``messages``), else the reminder (if the model answered) and the
     budget. Keys are the supervisor state's names; ``prompts``: the texts of the messages it
-    writes (default: the environment's)."""
+    writes (default: the environment's); ``evidence``: the turn's, when
+    ``agent.turn.claim_check.needs_row_evidence`` asks for it (see ``ended``)."""
     last = messages[-1] if messages else None
     answered = isinstance(last, AIMessage) and not last.tool_calls
     remaining = count_rows(rows).remaining
@@ -101,7 +103,7 @@ def drain_decision(
             return {"iterationBudget": budget, **empty}
     if answered and not remaining:
         assert isinstance(last, AIMessage)
-        return ended(last, rows, prompts, messages)
+        return ended(last, rows, prompts, messages, evidence)
     if out_of_calls and rows and not remaining:
         # The last item closed on the last allowed call: nothing is missing but the words.
         message = AIMessage(content=plan_finished_message(rows, prompts))
@@ -132,13 +134,17 @@ def ended(
     rows: list[TurnTodo],
     prompts: Prompts | None = None,
     messages: Sequence[AnyMessage] = (),
+    evidence: Sequence[TodoEvidence] = (),
 ) -> dict[str, Any]:
     """The end of a turn the model answered with every row closed: ``answered`` only when all
     that was asked was done; otherwise ``incomplete``, the answer restated with the rows
-    cancelled for a failure and why, unless it lists them already, or with the change it
-    claims that nothing made (``agent.turn.claim_check``)."""
+    cancelled for a failure and why, unless it lists them already, with the change it claims
+    that nothing made, or with a row closed as completed on failed calls alone
+    (``agent.turn.claim_check``)."""
     status = turn_end_status(rows, answer)
     restated = with_not_done(answer, rows, prompts) if status == "incomplete" else None
-    if status == "answered" and (restated := backed_or_restated(messages, answer, rows, prompts)):
+    if status == "answered" and (
+        restated := backed_or_restated(messages, answer, rows, prompts, evidence)
+    ):
         status = "incomplete"
     return {"turnStatus": status, **({"messages": [restated]} if restated else {})}

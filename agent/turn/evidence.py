@@ -73,12 +73,16 @@ def with_evidence(
 
 async def turn_summaries(database: Database, scope: TurnScope) -> dict[str, EvidenceSummary]:
     """The evidence summary of every row of the turn that has any, by row id."""
+    return summarize(await turn_evidence(database, scope))
+
+
+async def turn_evidence(database: Database, scope: TurnScope) -> list[TodoEvidence]:
+    """Every call recorded against a row of the turn, in the order the calls returned."""
     try:
         async with database.session(readonly=True) as session:
-            entries = await TodoEvidenceRepository(session).for_turn(scope)
+            return await TodoEvidenceRepository(session).for_turn(scope)
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error, "evidence") from error
-    return summarize(entries)
 
 
 async def todo_evidence(

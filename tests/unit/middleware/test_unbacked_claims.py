@@ -182,6 +182,27 @@ TURNS = [
         ),
         id="a-failed-add-is-not-made-good-by-another-tools-change",
     ),
+    pytest.param(
+        Turn(
+            tasks_before=("buy milk",),
+            asked="Mark 'buy eggs' and 'buy milk' as done.",
+            model_does=(
+                plan_items({"title": "complete buy eggs"}, {"title": "complete buy milk"}),
+                act(tool_call("complete_task", task_identifier="buy eggs")),
+                close_row(0, outcome="Marked 'buy eggs' as done."),
+                act(tool_call("complete_task", task_identifier="buy milk")),
+                close_row(1, outcome="Marked 'buy milk' as done."),
+                answer_with("Both are marked as done."),
+            ),
+            status="incomplete",
+            answer_says=(
+                "- complete_task: for 'complete buy eggs', closed as completed: NOT_FOUND",
+                "Both are marked as done.",
+            ),
+            tasks_after=("buy milk",),
+        ),
+        id="a-row-closed-as-completed-on-its-own-failed-call-is-not-made-good-by-another-row",
+    ),
     # --- true answers stay answered ---
     pytest.param(
         Turn(
@@ -208,6 +229,24 @@ TURNS = [
             tasks_after=("buy milk",),
         ),
         id="a-failed-call-retried-with-success",
+    ),
+    pytest.param(
+        Turn(
+            asked="Add 'buy milk' and 'buy eggs'.",
+            model_does=(
+                plan_items({"title": "add buy milk"}, {"title": "add buy eggs"}),
+                act(tool_call("add_task", new_title="buy milk")),
+                act(tool_call("add_task", title="buy milk")),
+                close_row(0, outcome="Added 'buy milk'."),
+                act(tool_call("add_task", title="buy eggs")),
+                close_row(1, outcome="Added 'buy eggs'."),
+                answer_with("Both are on your list."),
+            ),
+            status="answered",
+            answer_is="Both are on your list.",
+            tasks_after=("buy milk", "buy eggs"),
+        ),
+        id="a-row-whose-failed-call-it-retried-with-success-stays-answered",
     ),
     pytest.param(
         Turn(
