@@ -56,6 +56,7 @@ from agent.turn.identity import (
     turn_id_of,
 )
 from agent.turn.lineage import RunIdentity, TurnClaim, TurnRefused, begin_turn, identity_of
+from agent.turn.ownership import refuse_another_users_conversation
 from agent.turn.plan_card import plan_card, ui_todos
 from agent.turn.plan_edits import apply_plan_edits
 from agent.turn.plan_rows import TurnPlan, plan_limits
@@ -88,14 +89,19 @@ async def edit_plan(
     status and pause kept (``agent.turn.plan_edits``). The run's identity keys them, so a
     re-picked attempt of the same server run applies them once."""
     scope = TurnScope(state.conversationId, state.turnId)
-    identity = identity_of(get_config())
+    config = get_config()
+    identity = identity_of(config)
+    user = acting_user(context.user_id, config)
     try:
+        # A state edited to name another user's conversation edits nothing of it
+        # (``agent.turn.ownership``; no read when the state names the run's own thread).
+        await refuse_another_users_conversation(deps.database, scope.conversation_id, user, config)
         result = await apply_plan_edits(
             deps.database,
             scope,
             state.planEdits,
             plan_limits(context),
-            user_id=acting_user(context.user_id, get_config()),
+            user_id=user,
             start_next=state.turnStatus == "running",
             run_key=identity.run_id or identity.task_id,
         )

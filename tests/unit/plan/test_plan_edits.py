@@ -17,7 +17,7 @@ from agent.context import Context
 from agent.graph import build_graph
 from agent.turn import plan_edits
 from agent.turn.plan_edits import apply_plan_edits
-from agent.turn.plan_rows import plan_limits
+from agent.turn.plan_rows import TurnPlan, plan_limits
 from storage import Database
 from storage.repositories import ToolAuditRepository, TurnScope
 from tests.fakes import ScriptedChatModel
@@ -287,3 +287,44 @@ def _not_recorded_at_first(
         return await recorded(database, scope, call_id)
 
     return lookup
+
+
+async def test_edits_from_a_state_edited_to_name_another_users_conversation_change_nothing(
+    database: Database,
+) -> None:
+    """Bob edits his own thread's state to name Alice's conversation and turn, then sends
+    plan edits: they are refused, and Alice's rows stay as they were."""
+    graph = build_graph(
+        ScriptedChatModel(responder=plans_and_stalls),
+        database=database,
+        checkpointer=InMemorySaver(),
+    )
+    alice: RunnableConfig = {"configurable": {"thread_id": "alice-thread"}}
+    bob: RunnableConfig = {"configurable": {"thread_id": "bob-thread"}}
+    request = {"messages": [HumanMessage(content="add bread and milk")]}
+    await graph.ainvoke(request, alice, context=Context(user_id="alice"))
+    await graph.ainvoke(request, bob, context=Context(user_id="bob"))
+    hers = (await graph.aget_state(alice)).values
+    await graph.aupdate_state(
+        bob, {"conversationId": hers["conversationId"], "turnId": hers["turnId"]}
+    )
+
+    edited = await graph.ainvoke(
+        {
+            "planEdits": [
+                {"op": "add", "title": "bob was here"},
+                {"op": "cancel", "id": hers["todos"][0]["id"], "reason": "mine now"},
+            ]
+        },
+        bob,
+        context=Context(user_id="bob"),
+    )
+
+    assert edited["planEditResult"]["status"] == "error"
+    assert edited["planEditResult"]["error"] == "NOT_RUN"
+    assert "belongs to another user" in edited["planEditResult"]["message"]
+    scope = TurnScope(hers["conversationId"], hers["turnId"])
+    rows, _ = await TurnPlan(database, scope).rows()
+    assert [(row.title, row.status) for row in rows] == [
+        (todo["title"], todo["status"]) for todo in hers["todos"]
+    ]
