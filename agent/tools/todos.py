@@ -236,7 +236,13 @@ def build_todo_tools(
         judge = RowJudge(checks, context, prompts) if checks or context.verifier_model else None
         try:
             change = await plan.close(
-                todoId, outcome, status, receipt, known_rows=known, judge=judge
+                todoId,
+                outcome,
+                status,
+                receipt,
+                known_rows=known,
+                judge=judge,
+                limits=plan_limits(context),
             )
         except ToolFailure as failure:
             if judge is None or not judge.verifier_calls:

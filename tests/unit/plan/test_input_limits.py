@@ -200,6 +200,23 @@ async def test_create_todo_past_the_plan_rows_cap_is_refused_and_writes_nothing(
     assert len(open_rows(database)) == 100
 
 
+async def test_an_outcome_past_the_text_cap_is_refused_and_the_row_stays_open(
+    database: Database,
+) -> None:
+    await database.create_schema()
+    tools: list[BaseTool] = build_todo_tools(database)
+    status, body = await call(tools, "create_todo", {"items": [{"title": "Write it up"}]})
+    assert status == "success", body
+    todo_id = body["created"][0]["id"]
+
+    status, body = await call(tools, "complete_todo", {"todoId": todo_id, "outcome": "x" * 2001})
+
+    assert status == "error"
+    assert body["error"] == "VALIDATION_ERROR"
+    assert "the limit is 2000" in body["message"]
+    assert open_rows(database) == [(open_rows(database)[0][0], "Write it up")]
+
+
 async def plant_open_rows(database: Database, conversation: str, turns: int, rows: int) -> None:
     """Earlier turns of ``conversation`` that each left ``rows`` rows open."""
     await database.create_schema()
