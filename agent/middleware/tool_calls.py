@@ -37,7 +37,7 @@ from agent.errors import ErrorCode, ToolFailure, tool_error_content
 from agent.tool_names import TODO_TOOL_NAMES
 from agent.tools.audited import AuditedTaskTool
 from agent.turn.approval import PLAN_TOOLS
-from agent.turn.identity import call_record_id, issuing_message
+from agent.turn.identity import call_record_id, issuing_message, refuse_a_reused_call_id
 from agent.turn.ownership import refuse_another_users_conversation
 from agent.turn.record_call import replay_or_run_call
 from storage import Database
@@ -97,6 +97,7 @@ async def run_once(
         return await handler(request)
     record_id = call_record_id(issuing.id if issuing else None, call_id)
     try:
+        refuse_a_reused_call_id(issuing, call)
         await refuse_another_users_conversation(
             database, scope.conversation_id, user_id, get_config()
         )

@@ -45,7 +45,7 @@ from agent.tool_names import ASK_USER, PLAN_CHANGING_TOOLS
 from agent.turn.approval import PLAN_TOOLS, awaiting_approval
 from agent.turn.call_ledger import RecordBatch
 from agent.turn.evidence import EvidenceEntry, folded_snapshot
-from agent.turn.identity import call_record_id, issuing_message
+from agent.turn.identity import call_record_id, issuing_message, refuse_a_reused_call_id
 from agent.turn.lineage import identity_of
 from agent.turn.ownership import refuse_another_users_conversation
 from agent.turn.plan_card import plan_card, ui_todos
@@ -292,6 +292,7 @@ def build_supervisor_tools_node(
         call_id = request.tool_call.get("id") or ""
         issuer = issuing_message(request_messages(request), call_id)
         record_id = call_record_id(issuer.id if issuer else None, call_id)
+        refuse_a_reused_call_id(issuer, request.tool_call)
         await _refuse_another_users_conversation(database, request, scope)
         if scope.conversation_id and scope.turn_id:
             gate = _message_gate(database, request, issuer, saved, place)

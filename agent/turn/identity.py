@@ -8,12 +8,13 @@ context's explicit value, else the LangGraph thread.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from agent.errors import ErrorCode, ToolFailure
 from storage.ids import canonical_id
 
 REMINDER_NAME = "turnplan"
@@ -87,3 +88,22 @@ def call_record_id(message_id: str | None, tool_call_id: str) -> str:
     """The id a tool call's result is recorded under: the issuing AI message's id with the call
     id, because some OpenAI-compatible servers number tool calls afresh in every response."""
     return f"{message_id}/{tool_call_id}" if message_id else tool_call_id
+
+
+def refuse_a_reused_call_id(issuer: AIMessage | None, call: Mapping[str, Any]) -> None:
+    """Raise ``ToolFailure`` (``VALIDATION_ERROR``) when an earlier call of the same message has
+    this call's id with another tool or other arguments: its result is recorded under that id
+    (``call_record_id``), so running it would give it the earlier call's result, or that one
+    this one's. The same call repeated under one id is still one call, run once."""
+    if issuer is None:
+        return
+    call_id = call.get("id")
+    first = next((c for c in issuer.tool_calls if c.get("id") == call_id), None)
+    if first is None or (first["name"], first["args"]) == (call.get("name"), call.get("args")):
+        return
+    raise ToolFailure(
+        ErrorCode.VALIDATION_ERROR,
+        f"This call reuses the id '{call_id}' of an earlier {first['name']} call in the same "
+        "message, with other arguments; it was not run and nothing changed.",
+        "Make this call again in a new message.",
+    )

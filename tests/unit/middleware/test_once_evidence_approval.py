@@ -118,6 +118,25 @@ async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
     assert [t["status"] for t in result["todos"]] == ["completed"]
 
 
+async def test_a_call_reusing_an_earlier_calls_id_with_other_arguments_is_refused_not_run(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    """Two calls of one message under one id would share one record: the second would get the
+    first's result (or be lost). The second is refused, says why, and nothing of it runs."""
+    first = {"name": "record", "args": {"note": "eggs"}, "id": "dup", "type": "tool_call"}
+    second = {**first, "args": {"note": "milk"}}
+    model = scripted_turn(database, act(first, second), answer_with("Noted eggs."))
+    result = await face.run(face.build(model, database, [record]), "note eggs and milk")
+
+    assert recorded_notes == ["eggs"]
+    eggs, milk = tool_results(result, "record")
+    assert json.loads(str(eggs.content)) == {"recorded": "eggs"}
+    assert milk.status == "error"
+    assert json.loads(str(milk.content))["error"] == "VALIDATION_ERROR"
+    assert "reuses the id 'dup'" in str(milk.content)
+    assert count(database, "SELECT count(*) FROM tool_results") == 1
+
+
 async def test_a_call_left_unanswered_by_a_stopped_run_shows_its_recorded_result_later(
     face: Face, database: Database, recorded_notes: list[str]
 ) -> None:
