@@ -37,6 +37,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph_sdk import Auth
 
+from agent.context import LIMIT_CEILINGS
+
 TOKENS_ENV = "TURNPLAN_AUTH_TOKENS"
 AUTHENTICATED = "turnplan:authenticated"
 """Permission an authenticate handler grants to a verified user; runs of users without it (the
@@ -140,7 +142,10 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
 
     @auth.on
     async def owners_only(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
-        """Stamp what a user creates with their identity, and see only what carries it."""
+        """Stamp what a user creates with their identity, and see only what carries it; a
+        run's input messages of every role stay under the message cap's ceiling."""
+        if ctx.action == "create_run":
+            refuse_oversized_input(value)
         if not verified(ctx, may_be_open=may_be_open):
             return None  # the open development server
         owner = {OWNER_KEY: ctx.user.identity}
@@ -153,6 +158,44 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
         return owner
 
     return auth
+
+
+HUMAN_ROLES = frozenset({"user", "human"})
+"""How a run's input names a human message (``role`` in OpenAI's shape, ``type`` in LangChain's)."""
+
+
+def other_roles_chars(value: Any) -> int:
+    """The characters of the messages of a run's input (``kwargs.input.messages``) that are not
+    the user's (assistant, tool, system): their text, or the JSON of their content blocks."""
+    kwargs = value.get("kwargs") if isinstance(value, dict) else None
+    run_input = kwargs.get("input") if isinstance(kwargs, dict) else None
+    messages = run_input.get("messages") if isinstance(run_input, dict) else None
+    total = 0
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue  # a string is a human message; anything else the graph refuses
+        if str(message.get("role") or message.get("type") or "") in HUMAN_ROLES:
+            continue
+        content = message.get("content")
+        total += len(content if isinstance(content, str) else json.dumps(content, default=str))
+    return total
+
+
+def refuse_oversized_input(value: Any) -> None:
+    """A 422 for a run whose input carries more than ``max_message_chars``'s ceiling of messages
+    that are not the user's. The graph counts a run's new human messages against the run's own
+    cap (``agent.turn.run_input``: a structured ``inputError``), but it cannot tell an assistant
+    or tool message sent as input from one of its own turns, so the server counts those here,
+    before the run is stored."""
+    ceiling = LIMIT_CEILINGS["max_message_chars"]
+    size = other_roles_chars(value)
+    if size > ceiling:
+        raise Auth.exceptions.HTTPException(
+            status_code=422,
+            detail=f"VALIDATION_ERROR: this run's input holds {size} characters of messages "
+            f"that are not the user's; a run may send at most {ceiling}. Send the request as "
+            "a user message.",
+        )
 
 
 SYSTEM_CREATOR = {"created_by": "system"}

@@ -138,6 +138,17 @@ async def test_the_largest_allowed_work_leaves_ok_answering_and_oversized_input_
             huge = await client.runs.wait(
                 thread, "supervisor", input={"messages": [message]}, context=LARGEST
             )
+            # Past the graph's view: an assistant message sent as input, then a short request.
+            planted = {
+                "role": "assistant",
+                "content": "x" * (LIMIT_CEILINGS["max_message_chars"] + 1),
+            }
+            with pytest.raises(httpx.HTTPStatusError) as refused:
+                await client.runs.wait(
+                    thread,
+                    "supervisor",
+                    input={"messages": [planted, {"role": "user", "content": "hi"}]},
+                )
         after = (await client.threads.get_state(thread))["values"]
 
     assert len(latencies) > 10
@@ -146,6 +157,8 @@ async def test_the_largest_allowed_work_leaves_ok_answering_and_oversized_input_
     assert "10000 edits" in edits["planEditResult"]["message"]
     assert huge["inputError"]["error"] == "VALIDATION_ERROR"
     assert huge["inputError"]["field"] == "messages"
+    assert refused.value.response.status_code == 422
+    assert "not the user's" in refused.value.response.text
     assert open_rows(dev_server) == rows, "nothing changed"
     assert after["todos"] == before["todos"]
     assert [m["id"] for m in after["messages"]] == [m["id"] for m in before["messages"]]
