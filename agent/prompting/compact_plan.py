@@ -39,6 +39,7 @@ from agent.prompting.request_steps import (
     refers_back,
     retraction,
     verb_at_start,
+    waits_for_something,
 )
 from agent.tool_names import CONTINUE_OPEN_TODOS, WORKER_TOOLS_METADATA
 from storage.models import TurnTodo
@@ -220,6 +221,28 @@ def doubtful_step(
             unsaid = core_phrase(step, verb_at_start(step.phrase, verbs))
         if hesitates(unsaid):
             return step
+    return None
+
+
+def deferred_step(
+    steps: Sequence[RequestStep], decided: Mapping[str, str], tools: Sequence[BaseTool]
+) -> tuple[RequestStep, str] | None:
+    """The first step that would change an existing thing (a tool with a ``lookup``: complete,
+    rename, delete) at a later time or on a condition, with the words that say when
+    (``waits_for_something``, read outside quoted titles): "Delete 'buy milk' tomorrow",
+    "Mark the report as done after I send it". Nothing of the request is done: the harness
+    cannot wait, and doing it now is not what was asked. An addition's time words are its
+    title's ("add call mom tomorrow")."""
+    entries = {tool.name: tool_entry(tool) for tool in tools}
+    for step in steps:
+        tool = decided.get(step.words)
+        if tool is None or tool == NOT_AN_ACTION or entries[tool].lookup is None:
+            continue
+        if negated(step.words) is not None or retraction(step.words) is not None:
+            continue
+        when = waits_for_something(QUOTED.sub(" ", step.words))
+        if when is not None:
+            return step, when
     return None
 
 

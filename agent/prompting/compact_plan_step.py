@@ -33,6 +33,7 @@ from agent.prompting.compact_plan import (
     NOT_AN_ACTION,
     PLAN_TOOL,
     agent_type,
+    deferred_step,
     doubtful_step,
     named_tasks,
     plan_items,
@@ -76,6 +77,10 @@ def plan_binding(
     if doubt is not None:
         reply = not_done_answer(texts_of(prompts).render("compact_in_doubt", words=doubt.words))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+    if (later := deferred_step(steps, decided, tools)) is not None:
+        step, when = later
+        text = texts_of(prompts).render("compact_deferred", words=step.words, when=when)
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=not_done_answer(text))
     undecided = []
     for step in steps:
         if step.words in decided:

@@ -351,6 +351,28 @@ def hesitates(words: str) -> bool:
     return bool(_HESITATION.search(_TRAILING_INSTEAD.sub("", " ".join(words.split()))))
 
 
+_DAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|week|month|year)s?"
+_LATER = re.compile(
+    r"(?<![\w'-])(?:after|before|until|till|once|when|whenever|as soon as|tomorrow|tonight|"
+    r"later|soon|someday|eventually|"
+    rf"(?:next|this|on|by|every|each)\s+{_DAY}|"
+    r"this\s+(?:morning|afternoon|evening)|"
+    r"in\s+(?:a|an|\d+|a few|few|some|one|two|three|ten|fifteen|thirty)\s+"
+    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?)|"
+    r"at\s+(?:\d{1,2}(?::\d{2})?\s*(?:am|pm|o'?clock)?|noon|midnight))(?![\w'-])",
+    re.IGNORECASE,
+)
+
+
+def waits_for_something(words: str) -> str | None:
+    """The words by which a step is to be done at a later time or on a condition ("tomorrow",
+    "in 5 minutes", "after I send it", "before the meeting on Thursday", "next week"), or
+    None. The harness acts only now: done at once, such a step would be done before its time
+    or without its condition, so it is not done and the answer says so."""
+    match = _LATER.search(" ".join(words.split()))
+    return match.group(0) if match else None
+
+
 _REMARK = re.compile(
     r"^(?:i|i'm|i've|i'd|i'll|we|we're|you|you're|he|he's|she|she's|they|they're)\b",
     re.IGNORECASE,

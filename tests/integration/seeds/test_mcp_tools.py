@@ -129,7 +129,10 @@ async def test_a_turn_keeps_its_checklist_in_the_todolist_server(tmp_path: Path)
     assert json.loads(text_of(refused))["error"]["code"] == "multiple_in_progress"
     (read,) = tool_results(result, "todolist__get")
     assert json.loads(text_of(read))["todos"] == CHECKLIST  # the refused set changed nothing
-    assert result["turnStatus"] == "answered"
+    # "Start two at once" was closed as completed on its only call, the refused one: the turn
+    # says so rather than ``answered``.
+    assert result["turnStatus"] == "incomplete"
+    assert "- todolist__set: for 'Start two at once'" in str(result["messages"][-1].content)
     assert result["toolErrors"] == 0  # the server's refusal is the model's to fix, not a fault
     await database.dispose()
 

@@ -319,3 +319,36 @@ def test_a_listing_that_hedges_is_still_shown_it_changes_nothing(tools: list[Any
     actions = planned(tools, request)
 
     assert actions and {tool for tool, _ in actions} == {"list_tasks"}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "when"),
+    [
+        ("Delete report in 5 minutes", "in 5 minutes"),
+        ("Delete 'buy milk' tomorrow", "tomorrow"),
+        ("Complete 'keep-1' next week", "next week"),
+        ("Mark report as done after I send it to Anna", "after"),
+        ("Complete the report before the meeting on Thursday", "before"),
+        ("Remove 'gym' from my list at 6pm", "at 6pm"),
+    ],
+)
+def test_a_change_to_an_existing_task_later_or_on_a_condition_is_not_done_now(
+    tools: list[Any], request_text: str, when: str
+) -> None:
+    reply = answered_without_action(tools, request_text)
+
+    # Before: the task was completed or deleted at once and the turn said ``answered``.
+    assert reply is not None and not reply.tool_calls
+    assert str(reply.content).startswith("Not done: I changed nothing.")
+    assert f'"{when}' in str(reply.content)
+
+
+@pytest.mark.parametrize("request_text", ["Add call mom tomorrow", "Delete 'meeting after lunch'"])
+def test_time_words_of_a_title_or_an_addition_are_acted_on(
+    tools: list[Any], request_text: str
+) -> None:
+    binding = step_binding(tools, [], [HumanMessage(request_text)], None, request_text)
+
+    # the addition is made, the deletion looks its quoted title up first
+    assert binding.reply is not None and binding.reply.tool_calls
+    assert not str(binding.reply.content).startswith("Not done")
