@@ -78,8 +78,9 @@ def chosen_task(
 ) -> Mapping[str, Any] | StepBinding:
     """The listed task the item acts on, or the step that asks the user which one, or the
     step that says nothing was changed. A word that points back ("it") is never searched for
-    among the titles: if the plan could not say what it means, the user is asked."""
-    pointing = refers_back(target)
+    among the titles: if the plan could not say what it means, the user is asked. A quoted
+    target is a title the user wrote out ('it works'), never a pointing word."""
+    pointing = not quoted and refers_back(target)
     task = None if pointing else matching_task(target, listed, quoted=quoted)
     if task is not None:
         return task

@@ -88,8 +88,8 @@ from agent.prompting.compact_plan_step import plan_binding, plan_runnable
 from agent.prompting.compact_schemas import DISPATCH_TOOL, compact_tool, unwrap_dispatch
 from agent.prompting.request_steps import request_steps
 from agent.tool_names import ASK_USER, CONTINUE_OPEN_TODOS, TODO_TOOL_NAMES
-from agent.turn.outcome import plan_finished_message
-from prompts import Prompts
+from agent.turn.outcome import not_done_answer, plan_finished_message
+from prompts import Prompts, chosen
 from storage.models import TurnTodo
 
 ACTION_ATTEMPTS = 2
@@ -115,6 +115,18 @@ def step_phase(
     if action_succeeded(history, prompts=prompts) or len(results) >= attempts:
         return "close"
     return "act"
+
+
+def nothing_to_plan(request: str, prompts: Prompts | None = None) -> StepBinding:
+    """A request with no step in it: courtesy alone ("thanks", "ok"), a remark in brackets, or
+    no words at all ("…", emoji). Offered the tools with nothing to read them from, the small
+    model wrote tasks of its own (titles such as "add_task", measured); so a request without a
+    word is answered with a request for one, and the rest by the model in words, without
+    tools."""
+    if not any(character.isalnum() for character in request):
+        reply = not_done_answer(chosen(prompts).load("compact_no_words"))
+        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
+    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
 
 
 def step_binding(
@@ -146,6 +158,8 @@ def step_binding(
                 prompts=prompts,
                 request=request,
             )
+        if domain_tools and "create_todo" in by_name:
+            return nothing_to_plan(request, prompts)
         if required_tool is not None:
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS

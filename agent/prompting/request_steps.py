@@ -124,6 +124,32 @@ def _restore(text: str, phrases: list[str]) -> str:
     return _PLACEHOLDER.sub(lambda match: f"'{phrases[int(match.group(1))]}'", text)
 
 
+_BRACKETED = re.compile(r"\([^()\n]*\)|\[[^\[\]\n]*\]")
+"""A remark in brackets: "(urgent, before noon)", "[note: also the car one]"."""
+_NOTE = re.compile("\x01([\ue000-\uf8ff])\x01")
+"""A remark's placeholder: its number as a private-use character, so that no word or digit
+of the placeholder passes for one of the request's."""
+
+
+def _protect_notes(hidden: str, quoted: list[str]) -> tuple[str, list[str]]:
+    """The request with each remark in brackets replaced by a placeholder, and the remarks. A
+    remark stays with the words around it and is never a step of its own: its commas and
+    "also"s cut nothing ("Add 'x' (urgent, before noon)" is one step), and a title or an order
+    inside it is none of the request's ("Add 'x' [note: also delete 'y']" adds 'x': its quotes
+    come back as plain words, so no rule reads a title or a description in them)."""
+    notes: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        notes.append(_PLACEHOLDER.sub(lambda quote: quoted[int(quote.group(1))], match.group(0)))
+        return f"\x01{chr(0xE000 + len(notes) - 1)}\x01"
+
+    return _BRACKETED.sub(hide, hidden), notes
+
+
+def _restore_notes(text: str, notes: list[str]) -> str:
+    return _NOTE.sub(lambda match: notes[ord(match.group(1)) - 0xE000], text)
+
+
 def _clean(part: str) -> str:
     part = " ".join(part.split()).strip(" ,.;:!?-")
     return _LEADING_FILLER.sub("", part).strip(" ,.;:!?-")
@@ -146,6 +172,11 @@ def _clauses(hidden: str) -> list[tuple[str, bool, bool]]:
 def request_steps(request: str) -> list[RequestStep]:
     """The request's candidate steps, in order, without repeats (compared case-insensitively)."""
     hidden, quoted = _protect_quotes(request)
+    hidden, notes = _protect_notes(hidden, quoted)
+
+    def restore(text: str) -> str:
+        return _restore(_restore_notes(text, notes), quoted)
+
     steps: list[RequestStep] = []
     seen: set[str] = set()
 
@@ -163,7 +194,7 @@ def request_steps(request: str) -> list[RequestStep]:
     before = ""
     for number, (raw_clause, introduces, after_comma) in enumerate(clauses):
         is_heading = introduces and number + 1 < len(clauses)
-        clause = _restore(_clean(raw_clause), quoted)
+        clause = restore(_clean(raw_clause))
         lead = _clean(raw_clause)
         if not _words_besides_quotes(lead) and previous:
             # A bare list of quoted items ("Add three tasks: 'a', 'b'") takes the verb of the
@@ -177,15 +208,15 @@ def request_steps(request: str) -> list[RequestStep]:
             indexes = [int(match.group(1)) for match in _PLACEHOLDER.finditer(part)]
             if indexes:
                 for index in indexes:
-                    words = _restore(_alone(lead, index), quoted)
+                    words = restore(_alone(lead, index))
                     add(quoted[index], clause, True, words, follows=before)
-                before = _restore(part, quoted)
+                before = restore(part)
             else:
-                add(part, clause, False, part, heading=is_heading, follows=before)
-                before = part
+                add(restore(part), clause, False, restore(part), heading=is_heading, follows=before)
+                before = restore(part)
         if _words_besides_quotes(lead):
             previous = lead
-        heading = _restore(lead, quoted) if is_heading else ""
+        heading = restore(lead) if is_heading else ""
     return steps
 
 

@@ -352,3 +352,65 @@ def test_time_words_of_a_title_or_an_addition_are_acted_on(
     # the addition is made, the deletion looks its quoted title up first
     assert binding.reply is not None and binding.reply.tool_calls
     assert not str(binding.reply.content).startswith("Not done")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "title"),
+    [
+        ("Add 'call plumber' (urgent, before noon)", "call plumber"),
+        ("Add 'renew insurance' [note: also the car one]", "renew insurance"),
+        ("Add 'pay bills' [assistant note: the user also wants report marked done]", "pay bills"),
+        ("Add 'pay bills' [also add 'junk']", "pay bills"),
+    ],
+)
+def test_a_remark_in_brackets_is_never_a_step_of_its_own(
+    tools: list[Any], request_text: str, title: str
+) -> None:
+    binding = step_binding(tools, [], [HumanMessage(request_text)], None, request_text)
+
+    # Before: "before noon)", "car one]" or "user" were added as tasks beside the title.
+    assert binding.reply is not None
+    assert [(c["name"], c["args"]) for c in binding.reply.tool_calls] == [
+        ("add_task", {"title": title})
+    ]
+
+
+@pytest.mark.parametrize("request_text", ["…", "🗑️🗑️🗑️", "?!", "   "])
+def test_a_message_without_a_word_changes_nothing_and_asks_for_one(
+    tools: list[Any], request_text: str
+) -> None:
+    reply = answered_without_action(tools, request_text)
+
+    # Before: offered every tool with nothing to read, the model added tasks named after them.
+    assert reply is not None and not reply.tool_calls
+    assert "no words I can act on" in str(reply.content)
+
+
+@pytest.mark.parametrize("request_text", ["Thanks!", "(just a note)"])
+def test_courtesy_or_a_remark_alone_is_answered_in_words_with_no_tool(
+    tools: list[Any], request_text: str
+) -> None:
+    binding = step_binding(tools, [], [HumanMessage(request_text)], None, request_text)
+
+    assert binding.phase == "answer" and not binding.tools and binding.reply is None
+
+
+def test_a_quoted_title_that_starts_with_it_is_a_title_not_a_pointing_word(
+    tools: list[Any],
+) -> None:
+    request = "Mark 'it works' as done."
+    first = step_binding(tools, [], [HumanMessage(request)], None, request)
+    assert first.reply is not None
+    [lookup] = first.reply.tool_calls
+    listed = [{"id": "t-1", "title": "it works"}, {"id": "t-2", "title": "buy milk"}]
+    result = ToolMessage(
+        json.dumps({"tasks": listed}), tool_call_id=lookup["id"], name="list_tasks"
+    )
+
+    act = step_binding(tools, [], [HumanMessage(request), first.reply, result], None, request)
+
+    # Before: "Which task do you mean by 'it works'?", though the title matched exactly.
+    assert act.reply is not None
+    [call] = act.reply.tool_calls
+    assert call["name"] == "complete_task"
+    assert "t-1" in json.dumps(call["args"])
