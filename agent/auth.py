@@ -100,6 +100,20 @@ async def token_authenticate(authorization: str | None) -> Auth.types.MinimalUse
     return {"identity": user, "permissions": [AUTHENTICATED]}
 
 
+CRONS_CLOSED_DETAIL = (
+    "Crons are not supported on a closed server: langgraph-api starts a cron's runs without "
+    "the token that verified its user, so they would be refused every time. Start the runs "
+    "from your own scheduler with the user's token."
+)
+"""Why a cron is refused on a server with tokens (or a handler of your own): accepted, it would
+never run."""
+
+
+def may_be_open_now(may_be_open: bool) -> bool:
+    """Whether the server is open right now: the built-in handler with no tokens configured."""
+    return may_be_open and not tokens_required()
+
+
 def verified(ctx: Auth.types.AuthContext, *, may_be_open: bool) -> bool:
     """True for a user the authenticate handler marked ``AUTHENTICATED``; False on the open
     server (``may_be_open``: the built-in handler, and no tokens configured); for anyone else
@@ -146,6 +160,8 @@ def build_auth(authenticate: Authenticate = token_authenticate) -> Auth:
         run's input messages of every role stay under the message cap's ceiling."""
         if ctx.action == "create_run":
             refuse_oversized_input(value)
+        if ctx.resource == "crons" and ctx.action == "create" and not may_be_open_now(may_be_open):
+            raise Auth.exceptions.HTTPException(status_code=422, detail=CRONS_CLOSED_DETAIL)
         if not verified(ctx, may_be_open=may_be_open):
             return None  # the open development server
         owner = {OWNER_KEY: ctx.user.identity}

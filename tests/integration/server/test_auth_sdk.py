@@ -103,3 +103,17 @@ async def test_another_users_thread_cannot_be_read_run_edited_or_forked(
     assert len(server.model.requests) == requests_before, "Bob's run reached the model"
     mine = await alice.threads.get_state(thread_id)
     assert mine["values"]["turnStatus"] == "answered"
+
+
+async def test_a_cron_is_refused_on_a_closed_server_rather_than_accepted_and_never_run(
+    clients: dict[str, LangGraphClient],
+) -> None:
+    alice = clients["alice"]
+    thread = await alice.threads.create()
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await alice.crons.create_for_thread(
+            thread["thread_id"], "supervisor", schedule="* * * * *", input=REQUEST
+        )
+    assert status_of(refused.value) == 422
+    assert "Crons are not supported on a closed server" in refused.value.response.text
+    assert await alice.crons.search() == []
