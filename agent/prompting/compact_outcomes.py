@@ -52,12 +52,21 @@ def _payload(result: ToolMessage) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
+def _done(item: Mapping[str, Any]) -> bool:
+    return item.get("completed") is True or item.get("status") in ("completed", "done")
+
+
 def _listing(payload: Mapping[str, Any]) -> str | None:
-    """``2 pending task(s): buy groceries; do laundry`` for a list result, else None."""
+    """``2 pending task(s): buy groceries; do laundry`` for a list result, else None; a task
+    done is marked so (``call mom (done)``): a listing that hid it would pass it for open."""
     items = payload.get("tasks", payload.get("items"))
     if not isinstance(items, list):
         return None
-    titles = [str(item.get("title")) for item in items if isinstance(item, dict)]
+    titles = [
+        f"{item.get('title')} (done)" if _done(item) else str(item.get("title"))
+        for item in items
+        if isinstance(item, dict)
+    ]
     kind = payload.get("filter")
     which = f"{kind} " if isinstance(kind, str) and kind != "all" else ""
     listed = "; ".join(titles) if titles else "none"

@@ -293,6 +293,32 @@ def test_after_a_successful_action_the_harness_closes_the_item_with_what_it_retu
     }
 
 
+def test_a_listing_marks_the_tasks_done_so_none_passes_for_open(tools: list[Any]) -> None:
+    rows = [planned_row("list_tasks", "what is left", "show me what is left")]
+    listed = json.dumps(
+        {
+            "status": "success",
+            "filter": "all",
+            "tasks": [
+                {"title": "report", "completed": False},
+                {"title": "call mom", "completed": True},
+            ],
+        }
+    )
+    history = [
+        tool_result("create_todo"),
+        AIMessage(content=""),
+        tool_result("list_tasks", content=listed),
+    ]
+
+    binding = step_binding(tools, rows, history, None, REQUEST)
+
+    assert binding.reply is not None
+    [call] = binding.reply.tool_calls
+    # Before: "2 task(s): report; call mom", as if both were still to do.
+    assert call["args"]["outcome"] == "list_tasks: 2 task(s): report; call mom (done)"
+
+
 def test_a_failed_action_is_cancelled_with_its_error(tools: list[Any]) -> None:
     rows = [planned_row("complete_task", "dentist", "mark the dentist as done")]
     error = json.dumps({"error": "NOT_FOUND", "message": "No task found matching 'dentist'."})
