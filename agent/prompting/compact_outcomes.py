@@ -57,8 +57,9 @@ def _done(item: Mapping[str, Any]) -> bool:
 
 
 def _listing(payload: Mapping[str, Any]) -> str | None:
-    """``2 pending task(s): buy groceries; do laundry`` for a list result, else None; a task
-    done is marked so (``call mom (done)``): a listing that hid it would pass it for open."""
+    """``2 pending task(s): buy groceries; do laundry`` for a list result, else None; tasks
+    done are counted and marked (``2 task(s), 1 done: report; call mom (done)``): a listing
+    that hid them would pass them for open."""
     items = payload.get("tasks", payload.get("items"))
     if not isinstance(items, list):
         return None
@@ -70,7 +71,9 @@ def _listing(payload: Mapping[str, Any]) -> str | None:
     kind = payload.get("filter")
     which = f"{kind} " if isinstance(kind, str) and kind != "all" else ""
     listed = "; ".join(titles) if titles else "none"
-    return f"{len(titles)} {which}task(s): {listed}"
+    done = sum(1 for item in items if isinstance(item, dict) and _done(item))
+    counted = f", {done} done" if done and done < len(titles) else ""
+    return f"{len(titles)} {which}task(s){counted}: {listed}"
 
 
 def action_outcomes(history: Sequence[AnyMessage], prompts: Prompts | None = None) -> list[str]:

@@ -44,9 +44,10 @@ from agent.prompting.compact_plan import (
     whole_request_items,
 )
 from agent.prompting.compact_schemas import MAX_STRING_LENGTH
-from agent.prompting.compact_verbs import CONTINUE_VERBS
+from agent.prompting.compact_verbs import CONTINUE_VERBS, tool_entry
 from agent.prompting.request_steps import (
     RequestStep,
+    asks_about_my_tasks,
     is_conversation,
     negated,
     request_steps,
@@ -73,6 +74,8 @@ def plan_binding(
     when every step is decided, the plan is made without a model call. ``request`` is the
     user's message as written (``steps`` may come from its English reading)."""
     decided = steps_by_verb(steps, tools)
+    if asks_about_my_tasks(request or " ".join(step.words for step in steps)):
+        decided = listing_answers(steps, decided, tools)
     doubt = doubtful_step(steps, decided, tools)
     if doubt is not None:
         reply = not_done_answer(texts_of(prompts).render("compact_in_doubt", words=doubt.words))
@@ -138,6 +141,22 @@ def plan_binding(
             reply=AIMessage(texts_of(prompts).load("nothing_to_continue")),
         )
     return _no_action_answer(steps, tools, request, prompts)
+
+
+def listing_answers(
+    steps: Sequence[RequestStep], decided: Mapping[str, str], tools: Sequence[BaseTool]
+) -> dict[str, str]:
+    """A question about the user's own tasks answered by the listing (``asks_about_my_tasks``):
+    its first step lists, the rest is no action; as decided when a step changes something, or
+    no tool only reads."""
+    lister = next((tool.name for tool in tools if tool_entry(tool).reads), None)
+    entries = {tool.name: tool_entry(tool) for tool in tools}
+    changes = any(
+        tool not in (None, NOT_AN_ACTION) and not entries[tool].reads for tool in decided.values()
+    )
+    if lister is None or changes or not steps:
+        return dict(decided)
+    return {step.words: lister if index == 0 else NOT_AN_ACTION for index, step in enumerate(steps)}
 
 
 def _no_action_answer(

@@ -426,6 +426,22 @@ _CONVERSATION = re.compile(
 )
 
 
+_ABOUT_MY_TASKS = re.compile(
+    r"^(?:did|have|had)\s+(?:i|we)\b(?!\s+(?:told|tell|say|said|ask|asked|mention))"
+    r"|\b(?:on|in)\s+(?:my|our)\s+(?:(?:task|todo|to-do)\s+)?(?:list|tasks|todos|to-dos)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_my_tasks(request: str) -> bool:
+    """Whether a question asks what the user did ("Did I finish the report?", "Have I called
+    mom yet?") or whether something is on their list ("Is 'buy milk' on my list?"): only the
+    list can answer it, and a small model answering from nothing said "Yes, I did." of a task
+    still open (measured). What was said in the conversation ("Did I tell you ...") is not."""
+    text = " ".join(request.split())
+    return is_conversation(text) and bool(_ABOUT_MY_TASKS.search(text))
+
+
 def is_conversation(request: str) -> bool:
     """Whether the request is a question or small talk ("What is 12 times 12?", "Tell me a
     joke", "Thanks!"): when no step of it is a tool's, the model answers it in its own words."""

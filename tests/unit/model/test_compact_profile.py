@@ -316,7 +316,7 @@ def test_a_listing_marks_the_tasks_done_so_none_passes_for_open(tools: list[Any]
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
     # Before: "2 task(s): report; call mom", as if both were still to do.
-    assert call["args"]["outcome"] == "list_tasks: 2 task(s): report; call mom (done)"
+    assert call["args"]["outcome"] == "list_tasks: 2 task(s), 1 done: report; call mom (done)"
 
 
 def test_a_failed_action_is_cancelled_with_its_error(tools: list[Any]) -> None:

@@ -414,3 +414,26 @@ def test_a_quoted_title_that_starts_with_it_is_a_title_not_a_pointing_word(
     [call] = act.reply.tool_calls
     assert call["name"] == "complete_task"
     assert "t-1" in json.dumps(call["args"])
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    ["Did I finish the report?", "Have I called mom yet?", "Is 'water the cactus' on my list?"],
+)
+def test_a_question_about_what_the_user_did_is_answered_from_the_list(
+    tools: list[Any], request_text: str
+) -> None:
+    binding = step_binding(tools, [], [HumanMessage(request_text)], None, request_text)
+
+    # Before: the small model answered from nothing ("Yes, I did." of a task still open).
+    assert binding.phase == "act"
+    assert [tool["function"]["name"] for tool in binding.tools] == ["list_tasks"]
+
+
+@pytest.mark.parametrize(
+    "request_text", ["Did I tell you about my trip?", "Do I need an umbrella?"]
+)
+def test_other_questions_are_still_the_models_to_answer(
+    tools: list[Any], request_text: str
+) -> None:
+    assert answered_without_action(tools, request_text) is None
