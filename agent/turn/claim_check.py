@@ -74,12 +74,6 @@ _TASK_DONE = (
 )
 """The participles a passive claim is read with: those of the task tools only, since "the
 meeting was moved" or "has been cancelled" may repeat what the user said of the world."""
-_NOT_SOMEONE_ELSE = (
-    r"(?<!\bnot )(?<!\bnever )(?<!n't )(?<!\bwas )(?<!\bwere )(?<!\bbeen )(?<!\bbe )"
-    r"(?<!\byou )(?<!\bthey )(?<!\bhe )(?<!\bshe )(?<!\bwe )"
-)
-"""Not a claim of this answer's: "I have not added", "was added" (read by the passive rules),
-"you added" (the user's doing)."""
 _ADVERBS = r"(?:(?:successfully|now|also|just|already|finally|gone ahead and|went ahead and)\s+)*"
 _CLAIMS = (
     # "I've added", "We have now renamed"
@@ -89,11 +83,6 @@ _CLAIMS = (
     rf"\b(?:was|were)\s+{_ADVERBS}(?P<done>{_TASK_DONE})\s+(?:to|from|as|in)\b",
     # "Added 'buy milk'.": a sentence that starts with the participle and names a title
     rf"(?:^|[.!:]\s+|\n)\s*(?:[-*•]\s*)?(?:successfully\s+)?(?P<done>{_DONE})\s+['\"\u201c\u2018`]",
-    # "Added milk to your list.", "Milk added to your list.": a change named with the list
-    rf"\b{_NOT_SOMEONE_ELSE}(?P<done>{_TASK_DONE})\s+(?:[^.!?\n]{{1,80}}?\s+)?(?:to|from|on|onto|off)\s+"
-    r"(?:your|the|my)\s+(?:(?:task|todo|to-do)\s+)?(?:list|tasks|todos|to-dos)\b",
-    # "Added milk.": a sentence of the participle and its object alone
-    rf"(?:^|[.!:]\s+|\n)\s*(?:[-*•]\s*)?(?P<done>{_DONE})\s+[^.!?\n:]{{1,60}}[.!]?\s*(?:$|\n)",
     # "I'll create the tasks for you": a promise in a final answer is a change not made
     rf"\b(?:I'll|I\s+will|I'm\s+going\s+to|I\s+am\s+going\s+to|let\s+me)\s+{_ADVERBS}"
     rf"(?P<to_do>{_TO_DO})\b",
