@@ -142,9 +142,7 @@ class Context:
     )
     max_text_length: int = field(
         default=2000,
-        metadata={
-            "description": "Longest todo context, completionCriteria or outcome, in characters."
-        },
+        metadata={"description": "Longest todo context or completionCriteria, in characters."},
     )
     max_batch_items: int = field(
         default=50,

@@ -241,7 +241,7 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         rows = await self._rows(state)
         evidence = (
             await turn_evidence(self.database, _scope(state))
-            if rows and needs_row_evidence(state["messages"])
+            if rows and not open_rows(rows) and needs_row_evidence(state["messages"])
             else []
         )
         decision = drain_decision(

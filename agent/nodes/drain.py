@@ -87,7 +87,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
             counts = count_rows(rows)
             evidence = (
                 await turn_evidence(deps.database, claim.scope)
-                if rows and needs_row_evidence(state.messages)
+                if rows and not open_rows(rows) and needs_row_evidence(state.messages)
                 else []
             )
         except ToolFailure as failure:

@@ -450,14 +450,17 @@ def without_reported_steps(
 
 def _newest_plan_change(messages: Sequence[AnyMessage]) -> tuple[int, set[str]] | None:
     """The index of the newest AI message with a plan call that succeeded, and the ids of those
-    of its plan calls that did; None when no call in ``messages`` changed the plan."""
-    succeeded: set[str] = set()
+    of its plan calls that did; None when no call in ``messages`` changed the plan. A call's
+    result is among the tool messages right after its message (a server that numbers calls
+    afresh reuses an id in a later message)."""
+    succeeded: set[str] = set()  # the successful results right after the message looked at
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, ToolMessage):
             if message.status != "error":
                 succeeded.add(message.tool_call_id)
-        elif isinstance(message, AIMessage):
+            continue
+        if isinstance(message, AIMessage):
             reported = {
                 call_id
                 for call in message.tool_calls
@@ -465,6 +468,7 @@ def _newest_plan_change(messages: Sequence[AnyMessage]) -> tuple[int, set[str]] 
             }
             if reported:
                 return index, reported
+        succeeded = set()
     return None
 
 

@@ -76,14 +76,9 @@ def plan_binding(
     decided = steps_by_verb(steps, tools)
     if asks_about_my_tasks(request or " ".join(step.words for step in steps)):
         decided = listing_answers(steps, decided, tools)
-    doubt = doubtful_step(steps, decided, tools)
-    if doubt is not None:
-        reply = not_done_answer(texts_of(prompts).render("compact_in_doubt", words=doubt.words))
-        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
-    if (later := deferred_step(steps, decided, tools)) is not None:
-        step, when = later
-        text = texts_of(prompts).render("compact_deferred", words=step.words, when=when)
-        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=not_done_answer(text))
+    refused = _not_now(steps, decided, tools, prompts)
+    if refused is not None:
+        return refused
     undecided = []
     for step in steps:
         if step.words in decided:
@@ -141,6 +136,25 @@ def plan_binding(
             reply=AIMessage(texts_of(prompts).load("nothing_to_continue")),
         )
     return _no_action_answer(steps, tools, request, prompts)
+
+
+def _not_now(
+    steps: Sequence[RequestStep],
+    decided: Mapping[str, str],
+    tools: Sequence[BaseTool],
+    prompts: Prompts | None,
+) -> StepBinding | None:
+    """The answer of a request that changes nothing because it corrects or hedges itself in
+    words no rule reads (``doubtful_step``), or asks for a change later or on a condition
+    (``deferred_step``); None for any other."""
+    doubt = doubtful_step(steps, decided, tools)
+    if doubt is not None:
+        text = texts_of(prompts).render("compact_in_doubt", words=doubt.words)
+    elif (later := deferred_step(steps, decided, tools)) is not None:
+        text = texts_of(prompts).render("compact_deferred", words=later[0].words, when=later[1])
+    else:
+        return None
+    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=not_done_answer(text))
 
 
 def listing_answers(

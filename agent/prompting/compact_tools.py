@@ -117,16 +117,12 @@ def step_phase(
     return "act"
 
 
-def nothing_to_plan(request: str, prompts: Prompts | None = None) -> StepBinding:
-    """A request with no step in it: courtesy alone ("thanks", "ok"), a remark in brackets, or
-    no words at all ("…", emoji). Offered the tools with nothing to read them from, the small
-    model wrote tasks of its own (titles such as "add_task", measured); so a request without a
-    word is answered with a request for one, and the rest by the model in words, without
-    tools."""
-    if not any(character.isalnum() for character in request):
-        reply = not_done_answer(chosen(prompts).load("compact_no_words"))
-        return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
-    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS)
+def no_words_answer(prompts: Prompts | None = None) -> StepBinding:
+    """The answer to a request with no word at all ("…", emoji): offered the tools with nothing
+    to read them from, the small model wrote tasks of its own (titles such as "add_task",
+    measured), so nothing is done and the answer asks for words."""
+    reply = not_done_answer(chosen(prompts).load("compact_no_words"))
+    return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
 
 
 def step_binding(
@@ -158,8 +154,8 @@ def step_binding(
                 prompts=prompts,
                 request=request,
             )
-        if domain_tools and "create_todo" in by_name:
-            return nothing_to_plan(request, prompts)
+        if not any(character.isalnum() for character in request) and domain_tools:
+            return no_words_answer(prompts)
         if required_tool is not None:
             return StepBinding(
                 phase, [compact_tool(by_name[required_tool])], required_tool, PLAN_MAX_TOKENS

@@ -175,6 +175,7 @@ def _clauses(hidden: str) -> list[tuple[str, bool, bool]]:
 
 def request_steps(request: str) -> list[RequestStep]:
     """The request's candidate steps, in order, without repeats (compared case-insensitively)."""
+    request = request.replace("\x00", " ").replace("\x01", " ")  # the placeholders' marks
     hidden, quoted = _protect_quotes(request)
     hidden, notes = _protect_notes(hidden, quoted)
 
@@ -431,7 +432,7 @@ _CONVERSATION = re.compile(
 
 
 _ABOUT_MY_TASKS = re.compile(
-    r"^(?:did|have|had)\s+(?:i|we)\b(?!\s+(?:told|tell|say|said|ask|asked|mention))"
+    r"^(?:did|have|had)\s+(?:i|we)\b(?!\s+(?:ever\s+|already\s+)?(?:told|tell|say|said|ask|asked|mention|spell|spelt|win|won))"
     r"|\b(?:on|in)\s+(?:my|our)\s+(?:(?:task|todo|to-do)\s+)?(?:list|tasks|todos|to-dos)\b",
     re.IGNORECASE,
 )

@@ -183,6 +183,12 @@ def _with_verifier_usage(
     )
 
 
+MAX_OUTCOME_LENGTH = 10_000
+"""The most characters a ``complete_todo`` outcome may have: the model's, or the compact
+profile's own close (a listing's titles, up to 1,500 characters each); past it the row stays
+open with ``VALIDATION_ERROR``."""
+
+
 def build_todo_tools(
     database: Database,
     completion_checks: Mapping[str, CompletionCheck] | None = None,
@@ -242,7 +248,7 @@ def build_todo_tools(
                 receipt,
                 known_rows=known,
                 judge=judge,
-                limits=plan_limits(context),
+                outcome_limit=MAX_OUTCOME_LENGTH,
             )
         except ToolFailure as failure:
             if judge is None or not judge.verifier_calls:

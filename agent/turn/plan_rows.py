@@ -389,7 +389,7 @@ class TurnPlan:
         *,
         known_rows: list[TurnTodo] | None = None,
         judge: CompletionJudge | None = None,
-        limits: PlanLimits | None = None,
+        outcome_limit: int | None = None,
     ) -> PlanChange:
         """Record a row's outcome as completed or cancelled, then start the next row: the one
         close of a row, whichever path asks for it (the model's ``complete_todo``, a stage's
@@ -400,10 +400,10 @@ class TurnPlan:
         conditional, so a row closed or started meanwhile is still caught. ``judge``: the
         completion checks a completed row must pass first (a cancelled row closes unjudged:
         saying it was not done is never a false claim); a refusal is ``COMPLETION_REFUSED`` and
-        the row stays open. ``limits``: the run's, for an outcome the model wrote (its
-        ``max_text_length``; the harness's own outcomes are not capped)."""
+        the row stays open. ``outcome_limit``: the most characters the outcome may have (the
+        ``complete_todo`` tool's ``MAX_OUTCOME_LENGTH``; a worker's report is not capped)."""
         todo_id = _check_todo_id(todo_id)
-        outcome = _check_outcome(outcome, limits)
+        outcome = _check_outcome(outcome, outcome_limit)
         if judge is not None and status == "completed":
             # Judged before the write transaction opens: a check may take seconds (a verifier
             # model), and SQLite has one writer at a time.
@@ -573,9 +573,9 @@ def in_plan_order(rows: Sequence[TurnTodo]) -> list[TurnTodo]:
     return sorted(rows, key=lambda row: (row.priority, row.createdAt, row.id))
 
 
-def _check_outcome(outcome: str, limits: PlanLimits | None = None) -> str:
+def _check_outcome(outcome: str, limit: int | None = None) -> str:
     """``outcome`` stripped; a row never closes without saying what was done or why not, nor
-    with more than ``limits.max_text_length`` characters (it is shown with every LLM call)."""
+    with more than ``limit`` characters (it is shown with every later LLM call of the turn)."""
     outcome = outcome.strip()
     if not outcome:
         raise ToolFailure(
@@ -583,10 +583,10 @@ def _check_outcome(outcome: str, limits: PlanLimits | None = None) -> str:
             "`outcome` is empty.",
             "Say what was done, or why the item is cancelled, in `outcome`.",
         )
-    if limits is not None and len(outcome) > limits.max_text_length:
+    if limit is not None and len(outcome) > limit:
         raise ToolFailure(
             ErrorCode.VALIDATION_ERROR,
-            f"`outcome` has {len(outcome)} characters; the limit is {limits.max_text_length}.",
+            f"`outcome` has {len(outcome)} characters; the limit is {limit}.",
             "Say what was done, or why not, in a few sentences.",
         )
     return outcome

@@ -209,11 +209,11 @@ async def test_an_outcome_past_the_text_cap_is_refused_and_the_row_stays_open(
     assert status == "success", body
     todo_id = body["created"][0]["id"]
 
-    status, body = await call(tools, "complete_todo", {"todoId": todo_id, "outcome": "x" * 2001})
+    status, body = await call(tools, "complete_todo", {"todoId": todo_id, "outcome": "x" * 10_001})
 
     assert status == "error"
     assert body["error"] == "VALIDATION_ERROR"
-    assert "the limit is 2000" in body["message"]
+    assert "the limit is 10000" in body["message"]
     assert open_rows(database) == [(open_rows(database)[0][0], "Write it up")]
 
 

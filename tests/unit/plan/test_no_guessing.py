@@ -387,15 +387,6 @@ def test_a_message_without_a_word_changes_nothing_and_asks_for_one(
     assert "no words I can act on" in str(reply.content)
 
 
-@pytest.mark.parametrize("request_text", ["Thanks!", "(just a note)"])
-def test_courtesy_or_a_remark_alone_is_answered_in_words_with_no_tool(
-    tools: list[Any], request_text: str
-) -> None:
-    binding = step_binding(tools, [], [HumanMessage(request_text)], None, request_text)
-
-    assert binding.phase == "answer" and not binding.tools and binding.reply is None
-
-
 def test_a_quoted_title_that_starts_with_it_is_a_title_not_a_pointing_word(
     tools: list[Any],
 ) -> None:

@@ -116,3 +116,10 @@ def test_an_apostrophe_inside_a_word_is_no_quote() -> None:
         "collect references",
         "don't forget the milk",
     ]
+
+
+def test_the_marks_of_its_own_placeholders_in_a_request_are_plain_spaces() -> None:
+    # Before: "\x01\ue000\x01" or "\x000\x00" in a message raised IndexError.
+    steps = request_steps("add \x01\ue000\x01 and \x000\x00 milk")
+
+    assert [step.phrase for step in steps] == ["add \ue000", "0 milk"]

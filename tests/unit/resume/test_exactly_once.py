@@ -17,7 +17,7 @@ from langgraph.types import Command
 
 from agent.context import Context
 from agent.graph import build_graph
-from agent.prompting.builder import ORPHAN_RESULT
+from agent.prompting.builder import ORPHAN_RESULT, unreported_steps
 from agent.turn.call_ledger import RecordBatch, record_result, recorded_results
 from storage import Database
 from storage.repositories import ToolCallKey
@@ -185,6 +185,20 @@ async def test_a_server_that_reuses_call_ids_sees_each_result_after_its_plan_and
     assert result["turnStatus"] == "answered"
     assert count(database, "SELECT count(*) FROM tasks") == 1
     assert len(model.prompts) == 4  # plan, act, close, answer: no call made twice
+
+
+def test_a_failed_plan_call_stays_in_the_prompt_when_a_later_call_reuses_its_id() -> None:
+    """Only the results right after a message are its calls': a later successful call under
+    the same id does not make a failed ``create_todo`` look done (and drop its error)."""
+    same_id = {"args": {}, "id": "call_0", "type": "tool_call"}
+    turn = [
+        AIMessage(content="", tool_calls=[{**same_id, "name": "create_todo"}]),
+        ToolMessage("bad items", tool_call_id="call_0", status="error", name="create_todo"),
+        AIMessage(content="", tool_calls=[{**same_id, "name": "list_tasks"}]),
+        ToolMessage("[]", tool_call_id="call_0", name="list_tasks"),
+    ]
+
+    assert unreported_steps(turn) == turn
 
 
 async def test_a_call_id_repeated_within_one_message_acts_once(database: Database) -> None:
