@@ -264,28 +264,33 @@ def test_quoted_words_of_the_request_ground_an_item_that_names_them() -> None:
     assert phrases == ["call mom", "Add 'call mom' to my tasks"]  # 'pay rent' is another item
 
 
-def test_after_a_successful_action_the_harness_closes_the_item_with_what_it_returned(
-    tools: list[Any],
-) -> None:
+def close_after_listing(tools: list[Any], listed: dict[str, Any]) -> dict[str, Any]:
+    """The harness's call after the item "show me what is left" listed ``listed``."""
     rows = [planned_row("list_tasks", "what is left", "show me what is left")]
-    listed = json.dumps(
-        {
-            "status": "success",
-            "filter": "pending",
-            "count": 2,
-            "tasks": [{"title": "buy groceries"}, {"title": "do laundry"}],
-        }
-    )
     history = [
         tool_result("create_todo"),
         AIMessage(content=""),
-        tool_result("list_tasks", content=listed),
+        tool_result("list_tasks", content=json.dumps({"status": "success", **listed})),
     ]
 
     binding = step_binding(tools, rows, history, None, REQUEST)
 
     assert binding.reply is not None
     [call] = binding.reply.tool_calls
+    return dict(call)
+
+
+def test_after_a_successful_action_the_harness_closes_the_item_with_what_it_returned(
+    tools: list[Any],
+) -> None:
+    listed = {
+        "filter": "pending",
+        "count": 2,
+        "tasks": [{"title": "buy groceries"}, {"title": "do laundry"}],
+    }
+
+    call = close_after_listing(tools, listed)
+
     assert call["name"] == "complete_todo"
     assert call["args"] == {
         "todoId": "id-1",
@@ -294,27 +299,10 @@ def test_after_a_successful_action_the_harness_closes_the_item_with_what_it_retu
 
 
 def test_a_listing_marks_the_tasks_done_so_none_passes_for_open(tools: list[Any]) -> None:
-    rows = [planned_row("list_tasks", "what is left", "show me what is left")]
-    listed = json.dumps(
-        {
-            "status": "success",
-            "filter": "all",
-            "tasks": [
-                {"title": "report", "completed": False},
-                {"title": "call mom", "completed": True},
-            ],
-        }
-    )
-    history = [
-        tool_result("create_todo"),
-        AIMessage(content=""),
-        tool_result("list_tasks", content=listed),
-    ]
+    tasks = [{"title": "report", "completed": False}, {"title": "call mom", "completed": True}]
 
-    binding = step_binding(tools, rows, history, None, REQUEST)
+    call = close_after_listing(tools, {"filter": "all", "tasks": tasks})
 
-    assert binding.reply is not None
-    [call] = binding.reply.tool_calls
     # Before: "2 task(s): report; call mom", as if both were still to do.
     assert call["args"]["outcome"] == "list_tasks: 2 task(s), 1 done: report; call mom (done)"
 
