@@ -52,7 +52,9 @@ def turn_request(
 ) -> ModelRequest[Any]:
     """``request`` with the step's tools, turnplan's system prompt after the agent's, and the
     history window with the plan view; ``recorded``: the results of orphaned calls that ran,
-    by call id (the others are answered as never run); ``prompts``: the middleware's texts."""
+    by call id (the others are answered as never run); ``prompts``: the middleware's texts.
+    The turn's first call also gets the note on earlier turns a newer run stopped
+    (``supersededNote``), as the supervisor graph's first call does."""
     state = request.state
     tools = phase_tools(request.tools, rows, settings.planning)
     names = [
@@ -76,6 +78,9 @@ def turn_request(
         recorded=recorded,
         prompts=prompts,
     )
+    superseded = str(state.get("supersededNote") or "") if not state.get("llmCalls") else ""
+    if superseded:
+        base = f"{base}\n\n{superseded}"
     own = request.system_prompt
     system = f"{own}\n\n{base}" if own else base
     return request.override(

@@ -31,13 +31,14 @@ async def build_turnplan_agent() -> CompiledStateGraph[Any, Any, Any, Any]:
     from agent.context import Context
     from agent.llm.chat_models import resolve_chat_model
     from agent.middleware.turn_plan import TurnPlanMiddleware
+    from agent.run_fates import server_run_fate
     from agent.tools.personal_tasks import build_task_tools
     from storage import Database
 
     database = Database()
     model = await resolve_chat_model(None, Context())
     middleware: list[AgentMiddleware[Any, Any, Any]] = [
-        TurnPlanMiddleware(database),
+        TurnPlanMiddleware(database, run_fates=server_run_fate),
         ModelCallLimitMiddleware(run_limit=RUN_MODEL_CALLS),
     ]
     return create_agent(

@@ -42,3 +42,6 @@ class TurnPlanState(AgentState[Any]):
     progressMark: Annotated[NotRequired[str], PrivateStateAttr]
     approvePlan: Annotated[NotRequired[bool], PrivateStateAttr]
     planApproved: Annotated[NotRequired[bool], PrivateStateAttr]
+    supersededNote: Annotated[NotRequired[str], PrivateStateAttr]
+    """What earlier turns a newer run stopped left undone and what stays done
+    (``agent.turn.superseded``), for the turn's first model call."""

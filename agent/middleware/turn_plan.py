@@ -4,7 +4,8 @@ A thin adapter: every decision is one of the core functions the supervisor graph
 too (``agent.turn``), called from the middleware hooks with plain values read off the agent's
 state (``agent.middleware.state.TurnPlanState``):
 
-- ``before_agent``: the turn of the newest human message starts (ids, ``turns`` row) or goes on
+- ``before_agent``: the turn of the newest human message starts (ids, ``turns`` row; on a
+  server, the rows of turns a newer run stopped closed) or goes on
   (``agent.middleware.turn_start``);
 - ``before_model``: after a tool round, its budget extension and the idle count
   (``agent.turn.tool_round``); a spent budget or a stalled turn ends here with the honest report;
@@ -57,6 +58,7 @@ from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
 from agent.turn.evidence import turn_evidence
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
+from agent.turn.superseded import RunFates
 from agent.turn.tool_round import IdleCount, after_tool_round, judge_tool_round
 from agent.turn.usage import (
     call_usage,
@@ -108,7 +110,11 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     row must pass before ``complete_todo`` closes it (``agent.calls.completion``).
     ``prompts_dir``: a folder of prompt files that replace the shipped ones file by file
     (default: ``TURNPLAN_PROMPTS_DIR``, else none), checked here as ``build_graph`` checks its
-    own (``prompts.PromptFolderError``; docs/prompts.md)."""
+    own (``prompts.PromptFolderError``; docs/prompts.md). ``run_fates``: how to ask the
+    LangGraph server what became of one of its runs (``agent.run_fates.server_run_fate``, as
+    the served ``turnplan_agent`` does), so a turn closes the rows of earlier turns a newer run
+    rolled back or interrupted (``agent.turn.superseded``); None (the default) for an agent run
+    from Python, which has no server runs to be stopped."""
 
     state_schema = TurnPlanState
 
@@ -119,8 +125,10 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         context: ContextDefaults | None = None,
         completion_checks: Mapping[str, CompletionCheck] | None = None,
         prompts_dir: str | Path | None = None,
+        run_fates: RunFates | None = None,
     ) -> None:
         super().__init__()
+        self.run_fates = run_fates
         self.database = database if isinstance(database, Database) else Database(database)
         self._defaults = context
         self.prompts = Prompts.at(prompts_dir)
@@ -140,7 +148,9 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         if not self._prompts_read:  # off the event loop: the dev server forbids blocking reads
             await asyncio.to_thread(self.prompts.load_all)
             self._prompts_read = True
-        return await start_turn(self.database, state, self._settings(runtime), self.prompts)
+        return await start_turn(
+            self.database, state, self._settings(runtime), self.prompts, self.run_fates
+        )
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(

@@ -6,6 +6,11 @@ thread. The turn is recorded in ``turns`` (``agent.turn.lineage.begin_turn``: th
 owner, a replay of a whole turn on another run as a fork with a plan of its own). The same
 message again while its turn runs (an interrupt resumed, a retried run) is that turn going on.
 A new message while the turn's plan waits for approval is the user's decision on it.
+
+On a LangGraph server (``run_fates`` given) a new turn first closes the open rows of earlier
+turns whose run a newer run rolled back or interrupted (``agent.turn.superseded``), as the
+supervisor graph's ``plan`` node does; the note on what those runs left undone and what stays
+done goes to the turn's first model call (``supersededNote``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from agent.turn.identity import conversation_id_of, latest_human_message, messag
 from agent.turn.lineage import TurnRefused, begin_turn, identity_of
 from agent.turn.outcome import turn_failed_message
 from agent.turn.plan_rows import TurnPlan, plan_limits
+from agent.turn.superseded import RunFates, close_superseded_turns, superseded_note
 from prompts import Prompts
 from storage import Database
 from storage.models import OPEN_TODO_STATUSES
@@ -70,9 +76,12 @@ async def start_turn(
     state: Mapping[str, Any],
     settings: Context,
     prompts: Prompts | None = None,
+    run_fates: RunFates | None = None,
 ) -> dict[str, Any] | None:
     """The state update that starts the turn of the newest human message (None: the turn
-    already runs, this run goes on with it); ``prompts``: the middleware's texts."""
+    already runs, this run goes on with it); ``prompts``: the middleware's texts;
+    ``run_fates``: how to ask the server what became of a run (None: a Python caller, which
+    has no server runs to be stopped)."""
     human = latest_human_message(state.get("messages", []))
     running = state.get("turnStatus") == "running"
     if human is not None and human.id == state.get("turnMessageId") and running:
@@ -90,14 +99,26 @@ async def start_turn(
         ),
         turn_id=turn_id_of(human),
     )
+    identity = identity_of(config)
     try:
         claim = await begin_turn(
             database,
             named,
             message_id=human.id or "",
-            identity=identity_of(config),
+            identity=identity,
             user_id=acting_user(settings.user_id, config),
             previous_turn=state.get("turnId") or None,
+        )
+        stopped = (
+            await close_superseded_turns(
+                database,
+                claim.scope,
+                thread_id=identity.thread_id,
+                run_id=identity.run_id,
+                fates=run_fates,
+            )
+            if run_fates is not None
+            else []
         )
     except TurnRefused as refused:
         return ended(turn_failed_message(str(refused), None, prompts), "failed")
@@ -125,4 +146,5 @@ async def start_turn(
         "modifiedTasks": [],
         "verifierCalls": 0,
         "verifierTokens": 0,
+        "supersededNote": superseded_note(stopped, prompts),
     }

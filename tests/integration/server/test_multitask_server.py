@@ -3,7 +3,9 @@
 
 The first turn plans "bread" and "milk", adds bread, and is stopped while the model thinks about
 milk (the scripted model holds that request). A turn an earlier run left open by running out of
-budget is on the same thread, and must stay open whatever happens to the stopped one.
+budget is on the same thread, and must stay open whatever happens to the stopped one. A stopped
+turn is closed by both served graphs: the ``supervisor`` and ``turnplan_agent`` (``create_agent``
+with ``TurnPlanMiddleware``).
 """
 
 from __future__ import annotations
@@ -103,33 +105,56 @@ def task_titles(server: DevServer) -> list[str]:
 
 
 async def stop_milk_with(
-    client: Any, model: HeldMilk, strategy: MultitaskStrategy, *, watched: bool
+    client: Any,
+    model: HeldMilk,
+    strategy: MultitaskStrategy,
+    *,
+    watched: bool,
+    graph: str = "supervisor",
 ) -> tuple[str, Any]:
     """A new thread with a budget-exhausted turn (jam and honey), then a turn held at milk
     (``watched``: a client joins its run, as a chat UI streaming it does), then "add tea" sent
-    with ``strategy``; returns the thread and the last run's result."""
+    with ``strategy``, all to ``graph``; returns the thread and the last run's result."""
     thread = (await client.threads.create())["thread_id"]
     first = await client.runs.wait(
-        thread, "supervisor", input=said("add jam and honey"), context=BUDGET_RUNS_OUT
+        thread, graph, input=said("add jam and honey"), context=BUDGET_RUNS_OUT
     )
     assert isinstance(first, dict) and first["turnStatus"] == "budget_exhausted"
-    held = await client.runs.create(thread, "supervisor", input=said("add bread and milk"))
+    held = await client.runs.create(thread, graph, input=said("add bread and milk"))
     watcher = asyncio.create_task(client.runs.join(thread, held["run_id"])) if watched else None
     assert await asyncio.to_thread(model.reached.wait, HOLD_SECONDS)
-    last = await client.runs.wait(
-        thread, "supervisor", input=said("add tea"), multitask_strategy=strategy
-    )
+    last = await client.runs.wait(thread, graph, input=said("add tea"), multitask_strategy=strategy)
     if watcher is not None:
         await asyncio.gather(watcher, return_exceptions=True)
     return thread, last
 
 
+def prompts_of_tea(server: DevServer) -> list[str]:
+    """The system prompts of the "add tea" turn's model calls, in order."""
+    return [
+        str(body["messages"][0]["content"])
+        for body in server.model.requests
+        if request_of(body["messages"]) == "add tea"
+    ]
+
+
 def first_prompt_of_tea(server: DevServer) -> str:
     """The system prompt of the "add tea" turn's first model call."""
-    for body in server.model.requests:
-        if request_of(body["messages"]) == "add tea":
-            return str(body["messages"][0]["content"])
-    raise AssertionError("the tea turn never called the model")
+    prompts = prompts_of_tea(server)
+    assert prompts, "the tea turn never called the model"
+    return prompts[0]
+
+
+def assert_milk_stopped_and_bread_stays(server: DevServer, outcome: str) -> None:
+    """The held turn's open row closed with ``outcome``, its done row and task kept, and the
+    tea turn's first call told what stays done (its later calls are not told again)."""
+    assert rows_titled(server, "milk") == [("cancelled", outcome)]
+    assert rows_titled(server, "bread") == [("completed", "added bread")]
+    assert task_titles(server) == ["bread", "jam", "tea"]  # bread stays
+    prompt, *later = prompts_of_tea(server)
+    assert outcome in prompt and "'milk'" in prompt
+    assert "add_task:" in prompt and "bread" in prompt.split(outcome, 1)[1]
+    assert later and not any(outcome in text for text in later)
 
 
 @pytest.mark.parametrize(
@@ -150,12 +175,7 @@ async def test_a_stopped_turn_leaves_no_open_rows_and_the_next_turn_says_what_st
             thread, last = await stop_milk_with(client, model, strategy, watched=watched)
             assert isinstance(last, dict), last
             assert last["turnStatus"] == "answered", dev_server.log_tail()
-            assert rows_titled(dev_server, "milk") == [("cancelled", outcome)]
-            assert rows_titled(dev_server, "bread") == [("completed", "added bread")]
-            assert task_titles(dev_server) == ["bread", "jam", "tea"]  # bread stays
-            prompt = first_prompt_of_tea(dev_server)
-            assert outcome in prompt and "'milk'" in prompt
-            assert "add_task:" in prompt and "bread" in prompt.split(outcome, 1)[1]
+            assert_milk_stopped_and_bread_stays(dev_server, outcome)
 
             # The plan budget exhaustion left open is no stopped run's: "continue" finds it,
             # and only it.
@@ -167,6 +187,29 @@ async def test_a_stopped_turn_leaves_no_open_rows_and_the_next_turn_says_what_st
     assert isinstance(continued, dict) and continued["turnStatus"] == "answered"
     assert [todo["title"] for todo in continued["todos"]] == ["honey"]
     assert task_titles(dev_server) == ["bread", "honey", "jam", "tea"]
+
+
+@pytest.mark.parametrize(
+    "strategy, outcome",
+    [("rollback", "rolled back by a newer run"), ("interrupt", "interrupted by a newer run")],
+)
+async def test_the_middleware_agent_closes_a_stopped_turn_and_says_what_stays_done(
+    dev_server: DevServer, strategy: MultitaskStrategy, outcome: str
+) -> None:
+    model = HeldMilk()
+    dev_server.model.respond_with(model)
+    try:
+        async with get_client(url=dev_server.url) as client:
+            _, last = await stop_milk_with(
+                client, model, strategy, watched=False, graph="turnplan_agent"
+            )
+    finally:
+        model.release.set()
+    assert isinstance(last, dict) and last["turnStatus"] == "answered", dev_server.log_tail()
+    assert_milk_stopped_and_bread_stays(dev_server, outcome)
+    # The plan budget exhaustion left open is no stopped run's: it stays open.
+    ((status, left),) = rows_titled(dev_server, "honey")
+    assert status in ("pending", "in_progress") and left is None
 
 
 async def held_at_milk(client: Any, model: HeldMilk) -> tuple[str, str]:
