@@ -45,10 +45,11 @@ from langgraph.types import Command
 from agent.auth import acting_user
 from agent.calls.completion import CompletionCheck
 from agent.context import Context, ContextDefaults, run_settings
+from agent.errors import ToolFailure
 from agent.middleware.model_request import turn_request
 from agent.middleware.state import TurnPlanState
 from agent.middleware.tool_calls import ToolHandler, ToolResult, run_once
-from agent.middleware.turn_start import start_turn
+from agent.middleware.turn_start import ended, start_turn
 from agent.prompting.builder import FULL, history_limit
 from agent.prompting.orphan_results import orphan_results
 from agent.tools.todos import build_todo_tools
@@ -56,6 +57,8 @@ from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.claim_check import needs_row_evidence
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
 from agent.turn.evidence import turn_evidence
+from agent.turn.outcome import turn_failed_message
+from agent.turn.ownership import TURN_REFUSED, refuse_another_users_conversation
 from agent.turn.plan_card import ui_todos
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.superseded import RunFates
@@ -142,6 +145,22 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     async def _rows(self, state: Mapping[str, Any]) -> list[TurnTodo]:
         return (await TurnPlan(self.database, _scope(state)).rows())[0]
 
+    async def _refused(
+        self, state: Mapping[str, Any], runtime: Runtime[Any] | None
+    ) -> dict[str, Any] | None:
+        """The update ending the run when the state names a conversation of another user (a
+        state edited on the user's own thread: ``agent.turn.ownership``), before its rows are
+        read; None (and no read) when it names the run's own thread."""
+        config = get_config()
+        user = acting_user(self._settings(runtime).user_id, config)
+        try:
+            await refuse_another_users_conversation(
+                self.database, _scope(state).conversation_id, user, config, refused=TURN_REFUSED
+            )
+        except ToolFailure as failure:
+            return ended(turn_failed_message(failure.message, None, self.prompts), "failed")
+        return None
+
     async def abefore_agent(
         self, state: TurnPlanState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
@@ -158,6 +177,9 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     ) -> dict[str, Any] | None:
         if state.get("turnStatus") != "running":
             return {"jump_to": ENDED}
+        refused = await self._refused(state, runtime)
+        if refused is not None:
+            return refused
         asking = bool(state.get("approvePlan")) and not state.get("planApproved")
         tools_ran = after_tool_round(state["messages"])
         if not (asking or tools_ran):
@@ -248,6 +270,9 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         last = state["messages"][-1] if state["messages"] else None
         if isinstance(last, AIMessage) and last.tool_calls:
             return {"llmCalls": llm_calls}
+        refused = await self._refused(state, runtime)
+        if refused is not None:
+            return {**refused, "llmCalls": llm_calls}
         rows = await self._rows(state)
         evidence = (
             await turn_evidence(self.database, _scope(state))

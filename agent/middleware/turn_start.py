@@ -33,6 +33,7 @@ from agent.turn.approval import (
 from agent.turn.identity import conversation_id_of, latest_human_message, message_text, turn_id_of
 from agent.turn.lineage import TurnRefused, begin_turn, identity_of
 from agent.turn.outcome import turn_failed_message
+from agent.turn.ownership import TURN_REFUSED, refuse_another_users_conversation
 from agent.turn.plan_rows import TurnPlan, plan_limits
 from agent.turn.superseded import RunFates, close_superseded_turns, superseded_note
 from prompts import Prompts
@@ -60,7 +61,13 @@ async def decide_by_message(
     plan waits."""
     scope = TurnScope(state.get("conversationId", ""), state.get("turnId", ""))
     plan = TurnPlan(database, scope)
+    config = get_config()
     try:
+        # A state edited to name another user's turn reads nothing of it (agent.turn.ownership).
+        user = acting_user(settings.user_id, config)
+        await refuse_another_users_conversation(
+            database, scope.conversation_id, user, config, refused=TURN_REFUSED
+        )
         open_items, _ = await plan.rows(list(OPEN_TODO_STATUSES))
         if not awaiting_approval(True, False, open_items):
             return None

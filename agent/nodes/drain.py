@@ -36,6 +36,7 @@ from agent.errors import ToolFailure, operator_faults
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import end_turn_with_failure
+from agent.nodes.owned_turn import refuse_another_users_turn
 from agent.state import SupervisorState
 from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.claim_check import needs_row_evidence
@@ -59,6 +60,7 @@ def make_drain_node(deps: SupervisorDeps) -> SupervisorNode:
         scope = TurnScope(state.conversationId, state.turnId)
         known = take_over(state, scope, state.turnStep)
         try:
+            await refuse_another_users_turn(deps.database, scope.conversation_id, context)
             asking = state.approvePlan and not state.planApproved
             behind = asking and await moved_on(
                 deps.database, scope, state.turnStep, state.catchUpTo

@@ -31,6 +31,7 @@ from agent.errors import ToolFailure, operator_faults
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
+from agent.nodes.owned_turn import refuse_another_users_turn
 from agent.state import SupervisorState
 from agent.turn.evidence import folded_snapshot
 from agent.turn.lineage import DeferredClaim, TurnClaim, claim_next_step
@@ -72,6 +73,7 @@ def make_execute_node(deps: SupervisorDeps) -> SupervisorNode:
         scope = TurnScope(state.conversationId, state.turnId)
         handed = take_handed(state, scope, state.turnStep)
         try:
+            await refuse_another_users_turn(deps.database, scope.conversation_id, runtime.context)
             if handed is not None and state.turnStep + 1 > state.catchUpTo:
                 # Straight on from this run's own step: the claim goes with the answer's record.
                 deferred = DeferredClaim.next_of(deps.database, state)

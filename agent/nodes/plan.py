@@ -40,6 +40,7 @@ from agent.errors import ErrorCode, ToolFailure
 from agent.nodes import SupervisorNode
 from agent.nodes.deps import SupervisorDeps
 from agent.nodes.model_step import TurnView, end_turn_with_failure, model_step
+from agent.nodes.owned_turn import refuse_another_users_turn
 from agent.nodes.plan_route import PlanFacts, PlanRoute, choose_plan_route, needs_lookups
 from agent.state import SupervisorState
 from agent.turn.approval import (
@@ -442,6 +443,8 @@ async def plan_turn(
     own (its update then carries the turn's fields)."""
     run = read_plan_run(deps, state, runtime)
     try:
+        if state.turnId:  # the turn the state names, before its rows are read
+            await refuse_another_users_turn(deps.database, state.conversationId, run.context)
         run, facts = await plan_facts(deps, run)
         route = choose_plan_route(facts)
         if route is not PlanRoute.NEW_TURN:

@@ -19,6 +19,7 @@ from agent.context import Context
 from agent.graph import SYNC_INVOKE_MESSAGE, build_graph
 from storage import Database
 from tests.fakes import PlanOracle, ScriptedChatModel, tool_call
+from tests.unit.plan.test_plan_approval import plans_and_stalls
 
 DONE: list[str] = []
 TITLES = ["first", "second", "third"]
@@ -231,4 +232,40 @@ async def test_a_conversation_belongs_to_the_user_who_started_it(database: Datab
     assert bob["turnStatus"] == "failed"
     assert "belongs to another user" in bob["messages"][-1].content
     assert bob_model.calls == 0, "Bob's model was shown Alice's conversation"
+    assert rows_by_turn(database) == rows_before
+
+
+@pytest.mark.parametrize("then_says", [None, "go on"])
+@pytest.mark.parametrize("as_node", ["tools", "execute", "plan", None])
+async def test_a_state_edited_to_name_another_users_turn_shows_bob_nothing_of_it(
+    database: Database, as_node: str | None, then_says: str | None
+) -> None:
+    """Bob edits his own thread's state to name Alice's conversation and open turn (Studio's
+    state editor, as any node), then resumes (None) or writes again: his run ends saying the
+    conversation is another user's, his model never sees her plan, and nothing of hers
+    changes."""
+    graph = build_graph(
+        ScriptedChatModel(responder=plans_and_stalls),
+        database=database,
+        checkpointer=InMemorySaver(),
+    )
+    request = {"messages": [HumanMessage(content="add bread and milk")]}
+    hers = await graph.ainvoke(request, thread("alice"), context=Context(user_id="alice"))
+    assert hers["turnStatus"] == "stalled"
+
+    bob_model = ScriptedChatModel(responder=plans_and_stalls)
+    bob_graph = build_graph(bob_model, database=database, checkpointer=InMemorySaver())
+    await bob_graph.ainvoke(request, thread("bob"), context=Context(user_id="bob"))
+    rows_before = rows_by_turn(database)
+    calls_before = bob_model.calls
+    edit = {"conversationId": hers["conversationId"], "turnId": hers["turnId"]}
+    await bob_graph.aupdate_state(thread("bob"), {**edit, "turnStatus": "running"}, as_node=as_node)
+
+    resumed = None if then_says is None else {"messages": [HumanMessage(content=then_says)]}
+    bob = await bob_graph.ainvoke(resumed, thread("bob"), context=Context(user_id="bob"))
+
+    assert bob["turnStatus"] == "failed"
+    assert "belongs to another user" in bob["messages"][-1].content
+    shown = [str(m.content) for prompt in bob_model.prompts[calls_before:] for m in prompt]
+    assert not any(hers["todos"][0]["id"] in text for text in shown)
     assert rows_by_turn(database) == rows_before
