@@ -53,27 +53,29 @@ class CallAlreadyRecorded(Exception):
 
 @dataclass(frozen=True)
 class RecordedResult:
-    """What a recorded call returned: its message content and its extra state update."""
+    """What a recorded call returned: its message content and the rest of its ``Command``'s
+    state update (None: the call returned a message)."""
 
     tool_name: str
     content: str
-    modified_tasks: list[dict[str, Any]] | None = None
+    state_update: dict[str, Any] | None = None
 
     def as_tool_result(self, tool_call_id: str) -> ToolMessage | Command[Any]:
         """The result as the tools node returns it, exactly as the first run did: an error
-        envelope (a tool that raised, ``TOOL_ERROR``) with ``status="error"`` again."""
+        envelope (a tool that raised, ``TOOL_ERROR``) with ``status="error"`` again, and a
+        ``Command``'s state update with its message."""
         status = "error" if error_code_of(self.content) is not None else "success"
         message = ToolMessage(
             content=self.content, tool_call_id=tool_call_id, name=self.tool_name, status=status
         )
-        if self.modified_tasks:
-            return Command(update={"messages": [message], "modifiedTasks": self.modified_tasks})
+        if self.state_update:
+            return Command(update={"messages": [message], **self.state_update})
         return message
 
 
 ToolOutput = str | ToolMessage | Command[Any]
 """What a tool call returned, as recorded: its text, its message, or its ``Command`` (whose first
-message is the result and whose ``modifiedTasks`` update is replayed with it)."""
+message is the result and whose other state update keys are replayed with it)."""
 
 
 def output_text(output: ToolOutput) -> str:
@@ -90,15 +92,41 @@ def output_text(output: ToolOutput) -> str:
     return str(output)
 
 
+def replayable(output: ToolOutput) -> bool:
+    """Whether a call's result can be recorded and given back as it was on a replay: a message,
+    or a ``Command`` that only updates state (no ``goto``, ``graph`` or ``resume``) with the
+    call's one ``ToolMessage`` and values JSON can hold. Any other ``Command`` is not recorded
+    (README, Limits): replaying half of it would say less than the call did."""
+    if not isinstance(output, Command):
+        return True
+    if output.goto or output.graph is not None or output.resume is not None:
+        return False
+    update = output.update
+    if not isinstance(update, dict):
+        return False
+    messages = update.get("messages")
+    if not (isinstance(messages, list) and len(messages) == 1):
+        return False
+    if not isinstance(messages[0], ToolMessage):
+        return False
+    try:
+        json.dumps(_rest_of(update))
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _rest_of(update: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in update.items() if name != "messages"}
+
+
 def result_record(key: ToolCallKey, output: ToolOutput) -> RecordedCall:
-    """The ``tool_results`` row of a call's result: its message text and its state update."""
-    modified: Any = None
-    if isinstance(output, Command):
-        update = output.update if isinstance(output.update, dict) else {}
-        modified = update.get("modifiedTasks")
-    content = output_text(output)
-    state_update = json.dumps({"modifiedTasks": modified}) if modified else None
-    return key, content, state_update
+    """The ``tool_results`` row of a call's result: its message text and, for a ``Command``,
+    the rest of its state update as JSON (``replayable`` says which can be recorded)."""
+    rest: dict[str, Any] = {}
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        rest = _rest_of(output.update)
+    return key, output_text(output), json.dumps(rest) if rest else None
 
 
 async def record_result(
@@ -243,8 +271,9 @@ async def turn_results_in(session: AsyncSession, scope: TurnScope) -> list[tuple
 
 
 def _recorded(tool_name: str, content: str, state_update: str | None) -> RecordedResult:
-    modified = None
-    if state_update:
-        value = json.loads(state_update).get("modifiedTasks")
-        modified = value if isinstance(value, list) else None
-    return RecordedResult(tool_name=tool_name, content=content, modified_tasks=modified)
+    update = json.loads(state_update) if state_update else None
+    return RecordedResult(
+        tool_name=tool_name,
+        content=content,
+        state_update=update if isinstance(update, dict) and update else None,
+    )

@@ -54,6 +54,7 @@ from agent.turn.call_ledger import (
     output_text,
     record_result,
     recorded_results,
+    replayable,
     result_record,
 )
 from agent.turn.evidence import (
@@ -217,6 +218,16 @@ async def _evidence_entry(
     )
 
 
+def _failed(result: ToolResult) -> bool:
+    """Whether the call's result is an error: its message's status, or that of the one message
+    of its ``Command``."""
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        messages = update.get("messages") or []
+        return any(isinstance(m, ToolMessage) and m.status == "error" for m in messages)
+    return result.status == "error"
+
+
 def _log_operator_fault(key: ToolCallKey, result: ToolResult) -> None:
     """A failure that is not the model's doing (``OPERATOR_FAULTS``), logged with the turn."""
     if not (isinstance(result, ToolMessage) and result.status == "error"):
@@ -270,8 +281,8 @@ async def run_and_record_call(
         result = _error_message(request, failure)
     except Exception as error:
         return await _tool_raised(database, request, key, error, pending, defaults)
-    failed = isinstance(result, ToolMessage) and result.status == "error"
-    if isinstance(result, ToolMessage) and not failed and not records_itself:
+    failed = _failed(result)
+    if not failed and not records_itself and replayable(result):
         await record_result(batch or RecordBatch(database), key, result, pending)
     entry = await _evidence_entry(database, request, key, result, pending, failed)
     _log_operator_fault(key, result)

@@ -8,10 +8,10 @@ import asyncio
 import json
 import sqlite3
 from contextlib import closing, suppress
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.types import Command
 
 from agent.context import Context
@@ -72,17 +72,17 @@ async def recorded(database: Database, tool_name: str) -> None:
 
 
 async def stopped_in_the_gate(
-    face: Face, database: Database, model: ScriptedChatModel
+    face: Face, database: Database, model: ScriptedChatModel, first: BaseTool = record
 ) -> tuple[Any, Gate]:
-    """Says "note milk" to ``face`` (tools: ``record`` and a gate) and cancels the run once it
-    waits in the gate with ``record``'s result committed: a tools step stopped halfway, as a
+    """Says "note milk" to ``face`` (tools: ``first`` and a gate) and cancels the run once it
+    waits in the gate with ``first``'s result committed: a tools step stopped halfway, as a
     user pressing stop leaves it. Returns the agent (to resume, or for a new turn) and the gate,
     still closed."""
     gate = Gate()
-    agent = face.build(model, database, [record, gate.tool()])
+    agent = face.build(model, database, [first, gate.tool()])
     run = asyncio.create_task(face.run(agent, "note milk"))
     await asyncio.wait_for(gate.entered.wait(), 10)
-    await recorded(database, "record")
+    await recorded(database, first.name)
     run.cancel()
     with suppress(asyncio.CancelledError):
         await run
@@ -116,6 +116,45 @@ async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
     (note,) = tool_results(result, "record")
     assert json.loads(str(note.content)) == {"recorded": "milk"}
     assert [t["status"] for t in result["todos"]] == ["completed"]
+
+
+TASKS_NOTED: list[str] = []
+
+
+@tool
+def note_task(title: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Note a task, and add it to the turn's changed tasks (a caller's tool that updates the
+    agent's state as well as answering)."""
+    TASKS_NOTED.append(title)
+    answer = ToolMessage(content=json.dumps({"noted": title}), tool_call_id=tool_call_id)
+    change = {"action": "created", "task_id": f"t-{title}", "title": title}
+    return Command(update={"messages": [answer], "modifiedTasks": [change]})
+
+
+async def test_a_tool_returning_a_command_acts_once_and_its_update_is_replayed(
+    face: Face, database: Database
+) -> None:
+    TASKS_NOTED.clear()
+    model = scripted_turn(
+        database,
+        act(
+            tool_call("create_todo", items=[{"title": "Note milk"}]),
+            tool_call("note_task", title="milk"),
+            tool_call("wait_here", note="x"),
+        ),
+        close_row(0),
+        answer_with("Noted."),
+    )
+    agent, gate = await stopped_in_the_gate(face, database, model, note_task)
+
+    gate.block = False
+    result = await face.run(agent, None)
+
+    assert result["turnStatus"] == "answered"
+    assert TASKS_NOTED == ["milk"], "note_task ran twice"
+    (note,) = tool_results(result, "note_task")
+    assert json.loads(str(note.content)) == {"noted": "milk"}
+    assert result["modifiedTasks"] == [{"action": "created", "task_id": "t-milk", "title": "milk"}]
 
 
 async def test_a_call_reusing_an_earlier_calls_id_with_other_arguments_is_refused_not_run(

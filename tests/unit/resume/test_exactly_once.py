@@ -18,7 +18,7 @@ from langgraph.types import Command
 from agent.context import Context
 from agent.graph import build_graph
 from agent.prompting.builder import ORPHAN_RESULT, unreported_steps
-from agent.turn.call_ledger import RecordBatch, record_result, recorded_results
+from agent.turn.call_ledger import RecordBatch, record_result, recorded_results, replayable
 from storage import Database
 from storage.repositories import ToolCallKey
 from tests.fakes import PlanOracle, ScriptedChatModel, ai, plan_rows, plan_view, tool_call
@@ -273,8 +273,8 @@ async def test_every_shape_of_result_replays_as_it_was_returned_whichever_way_it
     database: Database,
 ) -> None:
     """``record_result`` is the one way a result is recorded: in the change's transaction or
-    after the call, a text, a tool message or a ``Command`` with changed tasks replays as the
-    tool returned it."""
+    after the call, a text, a tool message or a ``Command`` updating any state keys with JSON
+    values replays as the tool returned it."""
     await database.create_schema()
     modified = [{"action": "created", "task_id": "t-1", "title": "Milk"}]
     outputs: dict[str, Any] = {
@@ -284,6 +284,7 @@ async def test_every_shape_of_result_replays_as_it_was_returned_whichever_way_it
             update={
                 "messages": [ToolMessage(content="with tasks", tool_call_id="x")],
                 "modifiedTasks": modified,
+                "notes": {"kept": ["a", 1, None]},
             }
         ),
     }
@@ -308,11 +309,24 @@ async def test_every_shape_of_result_replays_as_it_was_returned_whichever_way_it
         if shape == "command":
             assert isinstance(replayed, Command) and isinstance(replayed.update, dict)
             assert replayed.update["modifiedTasks"] == modified
+            assert replayed.update["notes"] == {"kept": ["a", 1, None]}
             assert replayed.update["messages"][0].content == "with tasks"
         else:
             assert isinstance(replayed, ToolMessage)
             assert replayed.content == {"text": "plain text", "message": "a message"}[shape]
     assert count(database, "SELECT count(*) FROM tool_results") == len(keys)
+
+
+def test_only_a_command_that_replays_whole_is_recorded() -> None:
+    """A ``Command`` that routes, resumes, carries other messages or values JSON cannot hold
+    is not recorded (README, Limits): half of it replayed would say less than the call did."""
+    said = ToolMessage(content="ok", tool_call_id="x")
+    assert replayable(Command(update={"messages": [said], "notes": ["a"]}))
+    assert replayable("text") and replayable(said)
+    assert not replayable(Command(update={"messages": [said]}, goto="execute"))
+    assert not replayable(Command(update={"messages": [said, AIMessage(content="and")]}))
+    assert not replayable(Command(update={"messages": [said], "when": object()}))
+    assert not replayable(Command(update={"notes": ["no message"]}))
 
 
 def test_only_the_call_ledger_writes_tool_results() -> None:
