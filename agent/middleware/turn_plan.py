@@ -238,8 +238,17 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
         """The call with turnplan's request, its usage added to the turn and to the rows in
-        progress (as the graph's ``model_step`` does)."""
+        progress (as the graph's ``model_step`` does). A state naming another user's turn is
+        refused before its rows are read: a state edited as ``before_model`` comes straight
+        here, and the model is never called."""
         state: Mapping[str, Any] = request.state
+        refused = await self._refused(state, request.runtime)
+        if refused is not None:
+            answer, status = refused["messages"], refused["turnStatus"]
+            return ExtendedModelResponse(
+                model_response=ModelResponse(result=answer),
+                command=Command(update={"turnStatus": status}),
+            )
         settings = self._settings(request.runtime)
         rows = await self._rows(state)
         recorded = await orphan_results(
@@ -266,6 +275,8 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
     async def aafter_model(
         self, state: TurnPlanState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
+        if state.get("turnStatus") != "running":  # the call ended the turn (refused)
+            return {"jump_to": ENDED}
         llm_calls = state.get("llmCalls", 0) + 1
         last = state["messages"][-1] if state["messages"] else None
         if isinstance(last, AIMessage) and last.tool_calls:

@@ -96,9 +96,12 @@ def replayable(output: ToolOutput) -> bool:
     """Whether a call's result can be recorded and given back as it was on a replay: a message,
     or a ``Command`` that only updates state (no ``goto``, ``graph`` or ``resume``) with the
     call's one ``ToolMessage`` and values JSON can hold. Any other ``Command`` is not recorded
-    (README, Limits): replaying half of it would say less than the call did."""
-    if not isinstance(output, Command):
+    (README, Limits): replaying half of it would say less than the call did; nor is a list of
+    results (``ToolNode`` lets a tool return one)."""
+    if isinstance(output, str | ToolMessage):
         return True
+    if not isinstance(output, Command):
+        return False
     if output.goto or output.graph is not None or output.resume is not None:
         return False
     update = output.update

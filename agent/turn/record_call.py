@@ -218,14 +218,17 @@ async def _evidence_entry(
     )
 
 
-def _failed(result: ToolResult) -> bool:
-    """Whether the call's result is an error: its message's status, or that of the one message
-    of its ``Command``."""
+def _failed(result: Any) -> bool:
+    """Whether the call's result is an error: its message's status, that of a message of its
+    ``Command``, or of any item of a list of them (a tool may return one, as ``ToolNode``
+    allows)."""
+    if isinstance(result, list):
+        return any(_failed(item) for item in result)
     if isinstance(result, Command):
         update = result.update if isinstance(result.update, dict) else {}
         messages = update.get("messages") or []
         return any(isinstance(m, ToolMessage) and m.status == "error" for m in messages)
-    return result.status == "error"
+    return isinstance(result, ToolMessage) and result.status == "error"
 
 
 def _log_operator_fault(key: ToolCallKey, result: ToolResult) -> None:

@@ -157,6 +157,31 @@ async def test_a_tool_returning_a_command_acts_once_and_its_update_is_replayed(
     assert result["modifiedTasks"] == [{"action": "created", "task_id": "t-milk", "title": "milk"}]
 
 
+@tool
+def note_tasks(title: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> list[Command[Any]]:
+    """Note a task, answering with a list of updates (``ToolNode`` lets a tool return one)."""
+    TASKS_NOTED.append(title)
+    answer = ToolMessage(content=json.dumps({"noted": title}), tool_call_id=tool_call_id)
+    change = {"action": "created", "task_id": f"t-{title}", "title": title}
+    return [Command(update={"messages": [answer]}), Command(update={"modifiedTasks": [change]})]
+
+
+async def test_a_tool_returning_a_list_of_commands_answers_and_updates_the_state(
+    face: Face, database: Database
+) -> None:
+    TASKS_NOTED.clear()
+    model = scripted_turn(
+        database, act(tool_call("note_tasks", title="milk")), answer_with("Noted milk.")
+    )
+    result = await face.run(face.build(model, database, [note_tasks]), "note milk")
+
+    assert result["turnStatus"] == "answered"
+    assert TASKS_NOTED == ["milk"]
+    (note,) = tool_results(result, "note_tasks")
+    assert note.status == "success" and json.loads(str(note.content)) == {"noted": "milk"}
+    assert [task["title"] for task in result["modifiedTasks"]] == ["milk"]
+
+
 async def test_a_call_reusing_an_earlier_calls_id_with_other_arguments_is_refused_not_run(
     face: Face, database: Database, recorded_notes: list[str]
 ) -> None:

@@ -68,7 +68,7 @@ async def test_a_call_on_another_users_conversation_is_refused_and_nothing_runs(
     assert refused and refused[0].status == "error" and "NOT_RUN" in str(refused[0].content)
 
 
-@pytest.mark.parametrize("as_node", ["model", "tools"])
+@pytest.mark.parametrize("as_node", ["model", "tools", "TurnPlanMiddleware.before_model"])
 async def test_a_state_edited_to_name_another_users_turn_shows_bob_nothing_of_it(
     database: Database, as_node: str
 ) -> None:

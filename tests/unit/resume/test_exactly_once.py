@@ -327,6 +327,7 @@ def test_only_a_command_that_replays_whole_is_recorded() -> None:
     assert not replayable(Command(update={"messages": [said, AIMessage(content="and")]}))
     assert not replayable(Command(update={"messages": [said], "when": object()}))
     assert not replayable(Command(update={"notes": ["no message"]}))
+    assert not replayable([Command(update={"messages": [said]})])  # type: ignore[arg-type]
 
 
 def test_only_the_call_ledger_writes_tool_results() -> None:
