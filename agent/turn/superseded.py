@@ -18,12 +18,20 @@ run stopped: ``cancelled``, with an outcome that says why. The calls those runs 
 (a rollback deletes checkpoints, not a task already added to the user's list): the new turn's
 first LLM call is told them, so its answer can say so.
 
+A rolled-back turn with no open rows (a direct answer, or a plan already drained) has nothing
+to close, but what it did is as invisible to the new turn: its messages went with its
+checkpoints. So the new turn also asks about the turns that began on the same checkpoint as
+itself (``siblings``), and reports those rolled back that changed something. A later turn
+follows this one, not that checkpoint, so each is reported to the turn that replaced it. (An
+interrupted turn keeps its checkpoints: the new turn follows it and its history shows what it
+did, with the results of the calls it left unanswered, ``agent.prompting.orphan_results``.)
+
 Without a way to ask (a Python caller, which has no server runs) nothing is closed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,7 +79,8 @@ class SupersededTurn:
     turn_id: str
     fate: RunFate
     closed: tuple[str, ...]
-    """Titles of the rows this run closed (open until now)."""
+    """Titles of the rows this run closed (open until now); none for a rolled-back turn that
+    had nothing left open."""
     effects: tuple[str, ...]
     """The calls the stopped run made that changed something outside the plan, as
     ``tool: recorded result``, in the order they ran."""
@@ -104,9 +113,61 @@ async def close_superseded_turns(
             turn = await _close_turn(database, TurnScope(scope.conversation_id, turn_id), fate)
             if turn.closed:
                 stopped.append(turn)
+        stopped.extend(
+            await _rolled_back_siblings(database, scope, run_id, thread_id, fates, candidates)
+        )
     except (SQLAlchemyError, OSError) as error:
         raise database_failure(error) from error
     return stopped
+
+
+async def _rolled_back_siblings(
+    database: Database,
+    scope: TurnScope,
+    run_id: str,
+    thread_id: str,
+    fates: RunFates,
+    closed: Mapping[str, object],
+) -> list[SupersededTurn]:
+    """The turns begun on the same checkpoint as ``scope``'s that were stopped with nothing
+    after them and changed something, not yet told to a turn that lived on: a sibling that a
+    turn follows, or whose run ended on its own, lived on, and was told of the stopped
+    siblings before it (newest first, each stops the search). ``closed``: the turns whose
+    open rows were just closed (reported already)."""
+    async with database.session(readonly=True) as session:
+        siblings = await TodoContinuationRepository(session).siblings(scope)
+        steps = TurnStepRepository(session)
+        runs: dict[str, str] = {}
+        for sibling in siblings:
+            last = await steps.last(TurnScope(scope.conversation_id, sibling.turn_id))
+            runs[sibling.turn_id] = last.runId if last is not None else ""
+    stopped: list[SupersededTurn] = []
+    for sibling in reversed(siblings):
+        other_run = runs[sibling.turn_id]
+        if sibling.followed or not other_run or other_run == run_id:
+            break
+        # With nothing after it, an "interrupted" run is one whose rollback is under way.
+        if await fates(thread_id, other_run) == "other":
+            break
+        if sibling.turn_id not in closed:
+            turn = await _effects_of(database, TurnScope(scope.conversation_id, sibling.turn_id))
+            if turn.effects:
+                stopped.insert(0, turn)
+    return stopped
+
+
+async def _effects_of(database: Database, scope: TurnScope) -> SupersededTurn:
+    """A rolled-back turn with nothing left open, and the calls of it that stay done."""
+    async with database.session(readonly=True) as session:
+        calls = await turn_results_in(session, scope)
+    return SupersededTurn(scope.turn_id, "rolled_back", (), _effects(calls))
+
+
+def _effects(calls: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """``tool: result`` of each call that changed something outside the plan."""
+    return tuple(
+        f"{name}: {_shortened(content)}" for name, content in calls if name not in PLAN_ONLY_TOOLS
+    )
 
 
 async def _open_turns_of_other_runs(
@@ -144,10 +205,7 @@ async def _close_turn(database: Database, scope: TurnScope, fate: RunFate) -> Su
             ):
                 closed.append(row.title)
         calls = await turn_results_in(session, scope)
-    effects = tuple(
-        f"{name}: {_shortened(content)}" for name, content in calls if name not in PLAN_ONLY_TOOLS
-    )
-    return SupersededTurn(scope.turn_id, fate, tuple(closed), effects)
+    return SupersededTurn(scope.turn_id, fate, tuple(closed), _effects(calls))
 
 
 def _shortened(text: str) -> str:
@@ -163,12 +221,16 @@ def superseded_note(turns: Sequence[SupersededTurn], prompts: Prompts | None = N
         effects = "; ".join(turn.effects[:EFFECTS_LISTED])
         if len(turn.effects) > EFFECTS_LISTED:
             effects += f"; and {len(turn.effects) - EFFECTS_LISTED} more"
-        lines.append(
-            chosen(prompts).render(
+        if turn.closed:
+            line = chosen(prompts).render(
                 "superseded_turn_note",
                 outcome=OUTCOMES[turn.fate],
                 titles=", ".join(f"'{title}'" for title in turn.closed),
                 effects=effects or "nothing",
             )
-        )
+        else:
+            line = chosen(prompts).render(
+                "superseded_turn_done_note", outcome=OUTCOMES[turn.fate], effects=effects
+            )
+        lines.append(line)
     return "\n".join(lines)

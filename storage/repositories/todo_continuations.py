@@ -3,11 +3,29 @@ them and their copies in the turn that continued them (``agent.turn.continuation
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import OPEN_TODO_STATUSES, TodoContinuation, TurnBranch, TurnTodo, utc_now_iso
+from storage.models import (
+    OPEN_TODO_STATUSES,
+    TodoContinuation,
+    Turn,
+    TurnBranch,
+    TurnTodo,
+    utc_now_iso,
+)
 from storage.repositories.turn_todos import TurnScope
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """A turn begun on the same checkpoint as another, and whether a turn follows it (its
+    branch went on: it was not rolled back)."""
+
+    turn_id: str
+    followed: bool
 
 
 class TodoContinuationRepository:
@@ -60,6 +78,29 @@ class TodoContinuationRepository:
             followed.add(turn)
             turn = previous.get(turn)  # None past the first turn, or a turn with no record
         return set(previous) - followed - {scope.turn_id}
+
+    async def siblings(self, scope: TurnScope) -> list[Sibling]:
+        """The conversation's other turns that followed the same turn as ``scope``'s: turns
+        begun on the same checkpoint before it (rolled back, or forked in Studio), oldest
+        first, each saying whether a turn follows it. Empty when the turn has no record."""
+        statement = select(TurnBranch.turnId, TurnBranch.previousTurnId).where(
+            TurnBranch.conversationId == scope.conversation_id
+        )
+        previous = {turn: before for turn, before in await self._session.execute(statement)}
+        if scope.turn_id not in previous:
+            return []
+        parent = previous[scope.turn_id]
+        followed = set(previous.values())
+        named = [turn for turn, before in previous.items() if before == parent]
+        started = select(Turn.turnId, Turn.createdAt).where(
+            Turn.conversationId == scope.conversation_id, Turn.turnId.in_(named)
+        )
+        begun = {turn: at for turn, at in await self._session.execute(started)}
+        return [
+            Sibling(turn, turn in followed)
+            for turn in sorted(named, key=lambda turn: (begun.get(turn, ""), turn))
+            if turn != scope.turn_id
+        ]
 
     async def link(self, old: TurnTodo, new: TurnTodo) -> None:
         """Record that ``new`` continues ``old``; a second link of the same old row fails on

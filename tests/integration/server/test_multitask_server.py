@@ -29,7 +29,7 @@ from tests.scripted_openai import Reply, text, tool_calls
 pytestmark = pytest.mark.integration
 
 BUDGET_RUNS_OUT = {"base_iterations": 2, "max_iterations": 2}
-REQUESTS = ("add jam and honey", "add bread and milk", "add tea")
+REQUESTS = ("add jam and honey", "add bread and milk", "add tea", "add jam")
 HOLD_SECONDS = 120
 """How long the held model request waits for the test to release it (it never should)."""
 
@@ -210,6 +210,55 @@ async def test_the_middleware_agent_closes_a_stopped_turn_and_says_what_stays_do
     # The plan budget exhaustion left open is no stopped run's: it stays open.
     ((status, left),) = rows_titled(dev_server, "honey")
     assert status in ("pending", "in_progress") and left is None
+
+
+class HeldJam:
+    """Answers "add jam" directly (no plan): the call, then holds the answer until released;
+    "add tea" the same, without holding."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    async def __call__(self, body: dict[str, Any]) -> Reply:
+        messages = body["messages"]
+        asked = request_of(messages)
+        if messages[-1].get("role") != "tool":
+            return tool_calls(("add_task", {"title": asked.removeprefix("add ")}))
+        if asked == "add jam":
+            self.reached.set()
+            for _ in range(HOLD_SECONDS * 20):
+                if self.release.is_set():
+                    break
+                await asyncio.sleep(0.05)
+        return text(f"Added {asked.removeprefix('add ')}.")
+
+
+@pytest.mark.parametrize("graph", ["supervisor", "turnplan_agent"])
+async def test_a_rolled_back_direct_answer_is_reported_to_the_turn_replacing_it(
+    dev_server: DevServer, graph: str
+) -> None:
+    """A turn with no plan rolled back after it added jam: nothing to close, but the next turn
+    is told that jam stays added (its messages went with the rolled-back checkpoints)."""
+    model = HeldJam()
+    dev_server.model.respond_with(model)
+    try:
+        async with get_client(url=dev_server.url) as client:
+            thread = (await client.threads.create())["thread_id"]
+            await client.runs.create(thread, graph, input=said("add jam"))
+            assert await asyncio.to_thread(model.reached.wait, HOLD_SECONDS)
+            last = await client.runs.wait(
+                thread, graph, input=said("add tea"), multitask_strategy="rollback"
+            )
+    finally:
+        model.release.set()
+    assert isinstance(last, dict) and last["turnStatus"] == "answered", dev_server.log_tail()
+    assert task_titles(dev_server) == ["jam", "tea"]
+    assert not any("Added jam" in str(m.get("content")) for m in last["messages"])
+    prompt, *later = prompts_of_tea(dev_server)
+    assert "rolled back by a newer run" in prompt
+    assert "add_task:" in prompt and "jam" in prompt.split("rolled back by a newer run", 1)[1]
+    assert later and not any("rolled back" in text for text in later)
 
 
 async def held_at_milk(client: Any, model: HeldMilk) -> tuple[str, str]:

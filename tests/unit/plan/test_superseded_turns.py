@@ -154,3 +154,90 @@ async def test_a_conversation_spanning_threads_is_left_alone(database: Database)
 
     assert (closed, server.asked) == ([], [])
     assert await statuses(database, "elsewhere") == [("pending", None)]
+
+
+async def test_a_rolled_back_turn_with_nothing_open_is_reported_once_to_the_turn_replacing_it(
+    database: Database,
+) -> None:
+    """A direct answer (no plan) rolled back after it added a task: nothing to close, but the
+    new turn begun on the same checkpoint is told what stays done. A Studio fork before it
+    whose run ended, or a rolled-back turn that only planned, is not news; the turn after the
+    new one follows it, not that checkpoint, and is told nothing again."""
+    await a_turn(database, "first", "run-1", [])
+    await a_turn(
+        database, "forked", "run-2", [], previous="first", calls=(("add_task", "Added 'oats'"),)
+    )
+    await a_turn(
+        database, "direct", "run-3", [], previous="first", calls=(("add_task", "Added 'jam'"),)
+    )
+    await a_turn(
+        database, "planned", "run-4", [], previous="first", calls=(("create_todo", "2 items"),)
+    )
+    server = Server({"run-3": "rolled_back", "run-4": "interrupted"})  # run-2 finished
+
+    (turn,) = await close_for_new_turn(database, server, previous="first")
+
+    assert (turn.turn_id, turn.fate, turn.closed) == ("direct", "rolled_back", ())
+    assert turn.effects == ("add_task: Added 'jam'",)
+    note = superseded_note([turn])
+    assert "rolled back by a newer run" in note and "add_task: Added 'jam'" in note
+    assert "cancelled" not in note  # nothing was closed
+    assert server.asked == ["run-4", "run-3", "run-2"]  # newest first, up to one that lived on
+
+    after = TurnScope(CONVERSATION, "after")
+    await a_turn(database, "after", "run-5", [], previous="new")
+    again = await close_superseded_turns(
+        database, after, thread_id=CONVERSATION, run_id="run-5", fates=server
+    )
+    assert again == []
+
+
+async def a_new_turn(
+    database: Database, server: Server, turn_id: str, run_id: str, previous: str
+) -> list[SupersededTurn]:
+    """A turn begun on the checkpoint after ``previous`` by ``run_id``, and what it is told."""
+    await a_turn(database, turn_id, run_id, [], previous=previous)
+    return await close_superseded_turns(
+        database,
+        TurnScope(CONVERSATION, turn_id),
+        thread_id=CONVERSATION,
+        run_id=run_id,
+        fates=server,
+    )
+
+
+async def test_rollbacks_in_a_row_are_all_told_and_a_later_fork_is_told_none(
+    database: Database,
+) -> None:
+    """Jam added, rolled back by a turn that added oats, itself rolled back: the third turn is
+    told both. A Studio fork from the same checkpoint later is told neither: the third turn
+    lived on and told the user."""
+    await a_turn(database, "first", "run-1", [])
+    jam = (("add_task", "Added 'jam'"),)
+    oats = (("add_task", "Added 'oats'"),)
+    await a_turn(database, "jam", "run-2", [], previous="first", calls=jam)
+    await a_turn(database, "oats", "run-3", [], previous="first", calls=oats)
+    server = Server({"run-2": "rolled_back", "run-3": "rolled_back"})
+
+    told = await a_new_turn(database, server, "third", "run-4", "first")
+
+    assert [(turn.turn_id, turn.effects) for turn in told] == [
+        ("jam", ("add_task: Added 'jam'",)),
+        ("oats", ("add_task: Added 'oats'",)),
+    ]
+    assert await a_new_turn(database, server, "forked", "run-5", "first") == []
+
+
+async def test_a_fork_beside_an_interrupted_turn_is_told_nothing_of_it(
+    database: Database,
+) -> None:
+    """An interrupted turn keeps its checkpoints: the turn that interrupted it follows it and
+    sees what it did in its history. A Studio fork from before it later is not told it was
+    rolled back."""
+    await a_turn(database, "first", "run-1", [])
+    jam = (("add_task", "Added 'jam'"),)
+    await a_turn(database, "interrupted", "run-2", [], previous="first", calls=jam)
+    server = Server({"run-2": "interrupted"})
+
+    assert await a_new_turn(database, server, "next", "run-3", "interrupted") == []
+    assert await a_new_turn(database, server, "forked", "run-4", "first") == []
