@@ -142,10 +142,13 @@ def nothing_to_continue(turn_start: dict[str, Any], prompts: Prompts) -> dict[st
     }
 
 
-async def close_superseded(deps: SupervisorDeps, scope: TurnScope, identity: RunIdentity) -> str:
+async def close_superseded(
+    deps: SupervisorDeps, scope: TurnScope, identity: RunIdentity, *, continuing: bool = False
+) -> str:
     """Close the open rows of the turns a newer run rolled back or interrupted, on the server
     (``agent.turn.superseded``), and return the note telling this turn about them. The turn
-    that starts now does it: the stopped run cannot, and nothing else runs on the thread."""
+    that starts now does it: the stopped run cannot, and nothing else runs on the thread.
+    ``continuing``: this run continues the open rows (an interrupted turn's are kept)."""
     if deps.run_fates is None:
         return ""
     turns = await close_superseded_turns(
@@ -154,6 +157,7 @@ async def close_superseded(deps: SupervisorDeps, scope: TurnScope, identity: Run
         thread_id=identity.thread_id,
         run_id=identity.run_id,
         fates=deps.run_fates,
+        continuing=continuing,
     )
     return superseded_note(turns, deps.prompts)
 
@@ -386,7 +390,9 @@ async def first_step(
     open_elsewhere: tuple[str, ...] = ()
     try:
         # Before the open rows are read: a stopped run's rows are closed, not offered.
-        superseded = await close_superseded(deps, claim.scope, run.identity)
+        superseded = await close_superseded(
+            deps, claim.scope, run.identity, continuing=run.state.continuePlan
+        )
         if run.state.continuePlan:
             limits = plan_limits(context)
             continued = await continue_open_rows(deps.database, claim.scope, None, limits)

@@ -87,13 +87,21 @@ class SupersededTurn:
 
 
 async def close_superseded_turns(
-    database: Database, scope: TurnScope, *, thread_id: str, run_id: str, fates: RunFates
+    database: Database,
+    scope: TurnScope,
+    *,
+    thread_id: str,
+    run_id: str,
+    fates: RunFates,
+    continuing: bool = False,
 ) -> list[SupersededTurn]:
     """Close the open rows of the conversation's turns whose last server run a newer run
     rolled back or interrupted, and return those turns (the ones whose rows another writer
     closed first are left out: they are reported once). ``run_id`` is this run's: its own
     turns are never closed here. Only a conversation that is its thread (the default) is
-    looked at."""
+    looked at. ``continuing``: this run continues the branch's open rows (``continuePlan``):
+    an interrupted turn on the branch (a Stop, or a message sent with ``"interrupt"``) keeps
+    its rows open for it to continue."""
     if not run_id or thread_id != scope.conversation_id:
         # A conversation named in the context may span threads; the server is asked about a
         # run by its thread, and a run of another thread would read as deleted: nothing is
@@ -108,7 +116,7 @@ async def close_superseded_turns(
                 # A run whose rollback is still deleting it reads as interrupted; its turn is
                 # already off this run's branch (this run started before it).
                 fate = "rolled_back"
-            if fate == "other":
+            if fate == "other" or (continuing and fate == "interrupted"):
                 continue
             turn = await _close_turn(database, TurnScope(scope.conversation_id, turn_id), fate)
             if turn.closed:

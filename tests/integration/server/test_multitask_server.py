@@ -212,6 +212,28 @@ async def test_the_middleware_agent_closes_a_stopped_turn_and_says_what_stays_do
     assert status in ("pending", "in_progress") and left is None
 
 
+async def test_a_turn_the_user_stopped_is_continued_not_closed(dev_server: DevServer) -> None:
+    """The user presses Stop while the turn works on milk (``runs.cancel``, which interrupts),
+    then asks to continue: the open row is continued and done, not closed as stopped."""
+    model = HeldMilk()
+    dev_server.model.respond_with(model)
+    try:
+        async with get_client(url=dev_server.url) as client:
+            thread, held = await held_at_milk(client, model)
+            await client.runs.cancel(thread, held, wait=True, action="interrupt")
+            model.release.set()
+            continued = await client.runs.wait(thread, "supervisor", input={"continuePlan": True})
+    finally:
+        model.release.set()
+    assert isinstance(continued, dict), continued
+    assert continued["turnStatus"] == "answered", dev_server.log_tail()
+    assert [(todo["title"], todo["status"]) for todo in continued["todos"]] == [
+        ("milk", "completed")
+    ]
+    assert task_titles(dev_server) == ["bread", "milk"]
+    assert ("cancelled", "interrupted by a newer run") not in rows_titled(dev_server, "milk")
+
+
 class HeldJam:
     """Answers "add jam" directly (no plan): the call, then holds the answer until released;
     "add tea" the same, without holding."""

@@ -241,3 +241,26 @@ async def test_a_fork_beside_an_interrupted_turn_is_told_nothing_of_it(
 
     assert await a_new_turn(database, server, "next", "run-3", "interrupted") == []
     assert await a_new_turn(database, server, "forked", "run-4", "first") == []
+
+
+async def test_a_run_continuing_the_plan_keeps_an_interrupted_turns_rows_to_continue(
+    database: Database,
+) -> None:
+    """After a Stop (the run interrupted, its checkpoints kept), "continue" must find the rows
+    open; a rolled-back turn's rows are closed all the same."""
+    await a_turn(database, "stopped", "run-1", ["milk"])
+    await a_turn(database, "rolled", "run-2", ["jam"], previous="stopped")
+    await a_turn(database, "new", NEW_RUN, [], previous="stopped")
+    server = Server({"run-1": "interrupted", "run-2": "rolled_back"})
+
+    closed = await close_superseded_turns(
+        database,
+        TurnScope(CONVERSATION, "new"),
+        thread_id=CONVERSATION,
+        run_id=NEW_RUN,
+        fates=server,
+        continuing=True,
+    )
+
+    assert [turn.turn_id for turn in closed] == ["rolled"]
+    assert await statuses(database, "stopped") == [("pending", None)]
