@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -192,6 +192,10 @@ def _with_evidence_entry(
     if entry is None:
         return result
     place.memo.setdefault(EVIDENCE_MEMO, []).append(entry)
+    if isinstance(result, list):
+        # A tool's list of results: ToolNode takes one at run time, though its wrappers are
+        # typed for a single result.
+        return cast(ToolResult, [*result, Command(update={"evidenceLog": [entry]})])
     if isinstance(result, Command):
         update = result.update if isinstance(result.update, dict) else {}
         return Command(update={**update, "evidenceLog": [entry]})

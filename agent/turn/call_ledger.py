@@ -78,8 +78,11 @@ ToolOutput = str | ToolMessage | Command[Any]
 message is the result and whose other state update keys are replayed with it)."""
 
 
-def output_text(output: ToolOutput) -> str:
-    """The text a call returned: its message's, or its ``Command``'s first message's."""
+def output_text(output: ToolOutput | list[Any]) -> str:
+    """The text a call returned: its message's, its ``Command``'s first message's, or that of
+    the first item of a list of them that has one."""
+    if isinstance(output, list):
+        return next((text for item in output if (text := output_text(item))), "")
     if isinstance(output, Command):
         update = output.update if isinstance(output.update, dict) else {}
         messages = update.get("messages") or []
@@ -92,7 +95,7 @@ def output_text(output: ToolOutput) -> str:
     return str(output)
 
 
-def replayable(output: ToolOutput) -> bool:
+def replayable(output: ToolOutput | list[Any]) -> bool:
     """Whether a call's result can be recorded and given back as it was on a replay: a message,
     or a ``Command`` that only updates state (no ``goto``, ``graph`` or ``resume``) with the
     call's one ``ToolMessage`` and values JSON can hold. Any other ``Command`` is not recorded

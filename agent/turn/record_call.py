@@ -72,6 +72,8 @@ from storage.repositories import TodoEvidenceRepository, ToolCallKey, TurnScope,
 logger = logging.getLogger("agent.tools")
 
 ToolResult = ToolMessage | Command[Any]
+"""What a tool call returns, as ``ToolNode``'s wrappers are typed; at run time a tool may also
+return a list of them, which ``ToolNode`` takes too (``_failed``, ``replayable``)."""
 Execute = Callable[[ToolCallRequest], Awaitable[ToolResult]]
 """What runs the tool of a call: a ``ToolNode`` wrapper's handler."""
 
@@ -285,7 +287,7 @@ async def run_and_record_call(
     except Exception as error:
         return await _tool_raised(database, request, key, error, pending, defaults)
     failed = _failed(result)
-    if not failed and not records_itself and replayable(result):
+    if not failed and not records_itself and not isinstance(result, list) and replayable(result):
         await record_result(batch or RecordBatch(database), key, result, pending)
     entry = await _evidence_entry(database, request, key, result, pending, failed)
     _log_operator_fault(key, result)

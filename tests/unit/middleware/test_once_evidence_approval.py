@@ -10,6 +10,7 @@ import sqlite3
 from contextlib import closing, suppress
 from typing import Annotated, Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.types import Command
@@ -166,12 +167,21 @@ def note_tasks(title: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> 
     return [Command(update={"messages": [answer]}), Command(update={"modifiedTasks": [change]})]
 
 
+@pytest.mark.parametrize("planned", [False, True])
 async def test_a_tool_returning_a_list_of_commands_answers_and_updates_the_state(
-    face: Face, database: Database
+    face: Face, database: Database, planned: bool
 ) -> None:
+    """Directly, and while a plan item is in progress (the call is then that item's
+    evidence, with the text of its message)."""
     TASKS_NOTED.clear()
+    plan = [plan_items({"title": "Note milk"})] if planned else []
+    close = [close_row(0, outcome="noted milk")] if planned else []
     model = scripted_turn(
-        database, act(tool_call("note_tasks", title="milk")), answer_with("Noted milk.")
+        database,
+        *plan,
+        act(tool_call("note_tasks", title="milk")),
+        *close,
+        answer_with("Noted milk."),
     )
     result = await face.run(face.build(model, database, [note_tasks]), "note milk")
 
@@ -180,6 +190,11 @@ async def test_a_tool_returning_a_list_of_commands_answers_and_updates_the_state
     (note,) = tool_results(result, "note_tasks")
     assert note.status == "success" and json.loads(str(note.content)) == {"noted": "milk"}
     assert [task["title"] for task in result["modifiedTasks"]] == ["milk"]
+    sql = "SELECT toolName || ' ' || result FROM todo_evidence WHERE toolName = 'note_tasks'"
+    path = database.url.split("///", 1)[1]
+    with closing(sqlite3.connect(path)) as connection:
+        evidence = [text for (text,) in connection.execute(sql)]
+    assert evidence == (['note_tasks {"noted": "milk"}'] if planned else [])
 
 
 async def test_a_call_reusing_an_earlier_calls_id_with_other_arguments_is_refused_not_run(
