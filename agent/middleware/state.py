@@ -42,6 +42,8 @@ class TurnPlanState(AgentState[Any]):
     progressMark: Annotated[NotRequired[str], PrivateStateAttr]
     approvePlan: Annotated[NotRequired[bool], PrivateStateAttr]
     planApproved: Annotated[NotRequired[bool], PrivateStateAttr]
+    turnRunId: Annotated[NotRequired[str], PrivateStateAttr]
+    """The server run that last went on with the turn (recorded as a step of it)."""
     supersededNote: Annotated[NotRequired[str], PrivateStateAttr]
     """What earlier turns a newer run stopped left undone and what stays done
     (``agent.turn.superseded``), for the turn's first model call."""

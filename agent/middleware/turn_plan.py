@@ -57,6 +57,7 @@ from agent.turn.approval import ask_for_approval, awaiting_approval
 from agent.turn.claim_check import needs_row_evidence
 from agent.turn.drain_rule import TurnCounters, drain_decision, open_rows
 from agent.turn.evidence import turn_evidence
+from agent.turn.lineage import identity_of, record_run_going_on
 from agent.turn.outcome import turn_failed_message
 from agent.turn.ownership import TURN_REFUSED, refuse_another_users_conversation
 from agent.turn.plan_card import ui_todos
@@ -180,6 +181,30 @@ class TurnPlanMiddleware(AgentMiddleware[TurnPlanState, Any, Any]):
         refused = await self._refused(state, runtime)
         if refused is not None:
             return refused
+        held = await self._held_by_this_run(state)
+        if "jump_to" in held:
+            return held
+        update = await self._after_tool_round(state, runtime)
+        return {**held, **update} if update else (held or None)
+
+    async def _held_by_this_run(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """``turnRunId`` when this server run goes on with a turn another run began (resumed
+        after a pause), recorded first (``agent.turn.lineage.record_run_going_on``), so a newer
+        run that stops this one closes the turn's rows; empty otherwise (one string compare)."""
+        identity = identity_of(get_config())
+        if not identity.run_id or identity.run_id == state.get("turnRunId"):
+            return {}
+        try:
+            await record_run_going_on(self.database, _scope(state), identity)
+        except ToolFailure as failure:
+            return ended(turn_failed_message(failure.message, None, self.prompts), "failed")
+        return {"turnRunId": identity.run_id}
+
+    async def _after_tool_round(
+        self, state: TurnPlanState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """After a tool round: its budget extension and idle count, the plan's approval when
+        it waits for one, and the end of a turn that is spent or stalled."""
         asking = bool(state.get("approvePlan")) and not state.get("planApproved")
         tools_ran = after_tool_round(state["messages"])
         if not (asking or tools_ran):

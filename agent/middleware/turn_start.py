@@ -154,4 +154,5 @@ async def start_turn(
         "verifierCalls": 0,
         "verifierTokens": 0,
         "supersededNote": superseded_note(stopped, prompts),
+        "turnRunId": identity.run_id,
     }

@@ -251,6 +251,28 @@ async def begin_turn(
         raise database_failure(error, "turn") from error
 
 
+async def record_run_going_on(database: Database, scope: TurnScope, identity: RunIdentity) -> None:
+    """Record that the server run ``identity`` goes on with the turn (after a pause another run
+    began): a step of its own after the turn's last, so a newer run that stops it is asked
+    about this run, not the one that began the turn (``agent.turn.superseded``). For
+    ``TurnPlanMiddleware``, which claims a turn's first step only; the supervisor graph claims
+    every step. A run without a run id (a Python caller's) has nothing to record."""
+    if not identity.run_id:
+        return
+    try:
+        async with database.session() as session:
+            steps = TurnStepRepository(session)
+            last = await steps.last(scope)
+            if last is None or last.runId == identity.run_id:
+                return
+            # Another run recording the same step first is left as it is.
+            await steps.claim(
+                scope, step=last.step + 1, task_id=identity.task_id, run_id=identity.run_id
+            )
+    except (SQLAlchemyError, OSError) as error:
+        raise database_failure(error, "turn") from error
+
+
 @dataclass(frozen=True)
 class FirstStep:
     """Who asks for a turn's first step, and after which turn of the thread's branch."""

@@ -8,6 +8,7 @@ them (``tests/integration/server/test_multitask_server.py`` drives the real serv
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -16,7 +17,9 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from agent.context import Context
 from agent.middleware import TurnPlanMiddleware
@@ -109,3 +112,50 @@ async def test_a_plan_whose_run_ended_or_an_agent_without_run_fates_keeps_its_ro
         assert "by a newer run" not in model.system_prompt(-1)
     finally:
         await python_only.dispose()
+
+
+async def test_a_turn_resumed_by_another_run_is_closed_when_that_run_is_stopped(
+    database: Database,
+) -> None:
+    """Run 1 plans and pauses for approval (it ends well); run 2 approves and is stopped in
+    the middle of a tool; run 3 is told, and the row is closed, because run 2 recorded that it
+    went on with the turn."""
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow(note: str) -> str:
+        """Slow work."""
+        reached.set()
+        await release.wait()
+        return "ok"
+
+    asked: list[tuple[str, str]] = []
+
+    async def fates(thread_id: str, run_id: str) -> RunFate:
+        asked.append((thread_id, run_id))
+        return "interrupted" if run_id == "run-2" else "other"
+
+    model = scripted_turn(
+        database,
+        plan_items({"title": "Note milk"}),
+        act(call("slow", note="milk")),
+        answer_with("Hello!"),
+    )
+    middleware = TurnPlanMiddleware(database, context=Context(approve_plan=True), run_fates=fates)
+    agent = create_agent(model, [slow], middleware=[middleware], checkpointer=InMemorySaver())
+
+    def run(run_id: str) -> Any:
+        return {"configurable": {"thread_id": THREAD, "run_id": run_id}}
+
+    paused = await agent.ainvoke({"messages": [HumanMessage(content="note milk")]}, run("run-1"))
+    assert paused["__interrupt__"]
+    approve = Command(resume={"decisions": [{"type": "approve"}]})
+    stopped = asyncio.create_task(agent.ainvoke(approve, run("run-2")))
+    await asyncio.wait_for(reached.wait(), 10)
+    stopped.cancel()
+    await asyncio.gather(stopped, return_exceptions=True)
+
+    await agent.ainvoke({"messages": [HumanMessage(content="hi")]}, run("run-3"))
+
+    assert (THREAD, "run-2") in asked
+    assert rows(database) == [("Note milk", "cancelled", "interrupted by a newer run")]
