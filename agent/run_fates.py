@@ -9,18 +9,28 @@ Python caller has no server to ask.
 
 from __future__ import annotations
 
+import logging
+
+import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
 from agent.turn.superseded import RunFate
 
+logger = logging.getLogger("agent.run_fates")
+
 
 async def server_run_fate(thread_id: str, run_id: str) -> RunFate:
     """What became of the run ``run_id`` of the thread: ``rolled_back`` when the server no
-    longer has it, ``interrupted`` when it was cancelled that way, else ``other``."""
-    async with get_client() as client:
-        try:
+    longer has it, ``interrupted`` when it was cancelled that way, else ``other``. A server
+    that cannot be asked (an error, a timeout) is logged and answers ``other``: nothing is
+    closed on a guess, and the new turn goes on."""
+    try:
+        async with get_client() as client:
             run = await client.runs.get(thread_id, run_id)
-        except NotFoundError:
-            return "rolled_back"
+    except NotFoundError:
+        return "rolled_back"
+    except (httpx.HTTPError, OSError) as error:
+        logger.warning("could not ask the server about run %s: %s", run_id, error)
+        return "other"
     return "interrupted" if run["status"] == "interrupted" else "other"
