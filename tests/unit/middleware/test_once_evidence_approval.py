@@ -93,23 +93,30 @@ async def stopped_in_the_gate(
 # --- exactly once ------------------------------------------------------------------------------
 
 
-async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
-    face: Face, database: Database, recorded_notes: list[str]
-) -> None:
+async def resumed_after_the_gate(
+    face: Face, database: Database, first: BaseTool, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """A turn that plans "Note milk", calls ``first`` and then the gate in one message, is
+    stopped in the gate (``stopped_in_the_gate``), and is resumed: the resumed run's values."""
     model = scripted_turn(
         database,
         act(
             tool_call("create_todo", items=[{"title": "Note milk"}]),
-            tool_call("record", note="milk"),
+            tool_call(first.name, **arguments),
             tool_call("wait_here", note="x"),
         ),
         close_row(0),
         answer_with("Noted."),
     )
-    agent, gate = await stopped_in_the_gate(face, database, model)
-
+    agent, gate = await stopped_in_the_gate(face, database, model, first)
     gate.block = False
-    result = await face.run(agent, None)
+    return await face.run(agent, None)
+
+
+async def test_a_resumed_tools_step_returns_the_recorded_results_and_acts_once(
+    face: Face, database: Database, recorded_notes: list[str]
+) -> None:
+    result = await resumed_after_the_gate(face, database, record, {"note": "milk"})
 
     assert result["turnStatus"] == "answered"
     assert recorded_notes == ["milk"], "record ran twice"
@@ -136,20 +143,7 @@ async def test_a_tool_returning_a_command_acts_once_and_its_update_is_replayed(
     face: Face, database: Database
 ) -> None:
     TASKS_NOTED.clear()
-    model = scripted_turn(
-        database,
-        act(
-            tool_call("create_todo", items=[{"title": "Note milk"}]),
-            tool_call("note_task", title="milk"),
-            tool_call("wait_here", note="x"),
-        ),
-        close_row(0),
-        answer_with("Noted."),
-    )
-    agent, gate = await stopped_in_the_gate(face, database, model, note_task)
-
-    gate.block = False
-    result = await face.run(agent, None)
+    result = await resumed_after_the_gate(face, database, note_task, {"title": "milk"})
 
     assert result["turnStatus"] == "answered"
     assert TASKS_NOTED == ["milk"], "note_task ran twice"
