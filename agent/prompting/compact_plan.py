@@ -38,6 +38,7 @@ from agent.prompting.request_steps import (
     referents_wanted,
     refers_back,
     retraction,
+    sets_a_condition,
     verb_at_start,
     waits_for_something,
 )
@@ -231,16 +232,28 @@ def deferred_step(
     rename, delete) at a later time or on a condition, with the words that say when
     (``waits_for_something``, read outside quoted titles): "Delete 'buy milk' tomorrow",
     "Mark the report as done after I send it". Nothing of the request is done: the harness
-    cannot wait, and doing it now is not what was asked. An addition's time words are its
-    title's ("add call mom tomorrow")."""
+    cannot wait, and doing it now is not what was asked. The words may be a clause of their
+    own, with no action ("Once I get paid on Friday, mark 'pay rent' as done"): they are the
+    request's condition. An addition's time words are its title's ("add call mom
+    tomorrow")."""
     entries = {tool.name: tool_entry(tool) for tool in tools}
+
+    def changes_existing(tool: str | None) -> bool:
+        return tool not in (None, NOT_AN_ACTION) and entries[tool].lookup is not None
+
+    if not any(changes_existing(decided.get(step.words)) for step in steps):
+        return None
     for step in steps:
         tool = decided.get(step.words)
-        if tool is None or tool == NOT_AN_ACTION or entries[tool].lookup is None:
-            continue
+        if tool not in (None, NOT_AN_ACTION) and not changes_existing(tool):
+            continue  # an addition's (or a read's) time words are its own
         if negated(step.words) is not None or retraction(step.words) is not None:
             continue
-        when = waits_for_something(QUOTED.sub(" ", step.words))
+        unquoted = QUOTED.sub(" ", step.words)
+        if changes_existing(tool):
+            when = waits_for_something(unquoted)
+        else:  # a clause with no action: only a condition or a time to come puts it off
+            when = sets_a_condition(unquoted)
         if when is not None:
             return step, when
     return None

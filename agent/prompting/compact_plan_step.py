@@ -46,6 +46,7 @@ from agent.prompting.compact_plan import (
 from agent.prompting.compact_schemas import MAX_STRING_LENGTH
 from agent.prompting.compact_verbs import CONTINUE_VERBS, tool_entry
 from agent.prompting.request_steps import (
+    MAX_STEPS,
     RequestStep,
     asks_about_my_tasks,
     is_conversation,
@@ -144,11 +145,14 @@ def _not_now(
     tools: Sequence[BaseTool],
     prompts: Prompts | None,
 ) -> StepBinding | None:
-    """The answer of a request that changes nothing because it corrects or hedges itself in
-    words no rule reads (``doubtful_step``), or asks for a change later or on a condition
-    (``deferred_step``); None for any other."""
+    """The answer of a request that changes nothing because it has more than ``MAX_STEPS``
+    steps (doing its first ones and dropping the rest would answer a request the user did not
+    send), corrects or hedges itself in words no rule reads (``doubtful_step``), or asks for a
+    change later or on a condition (``deferred_step``); None for any other."""
     doubt = doubtful_step(steps, decided, tools)
-    if doubt is not None:
+    if len(steps) > MAX_STEPS:
+        text = texts_of(prompts).render("compact_too_long", steps=str(MAX_STEPS))
+    elif doubt is not None:
         text = texts_of(prompts).render("compact_in_doubt", words=doubt.words)
     elif (later := deferred_step(steps, decided, tools)) is not None:
         text = texts_of(prompts).render("compact_deferred", words=later[0].words, when=later[1])
@@ -181,11 +185,25 @@ def _no_action_answer(
 ) -> StepBinding:
     """The answer to a request none of whose steps is an action: a question or small talk is
     the model's to answer in its own words (no tools); a request that only took something back
-    ("forget it", "never mind", "add milk. No, don't.") changed nothing and says so; a request
-    in another language that no rule read says it was not understood
-    (``agent.prompting.compact_languages``); anything else no tool does is said plainly."""
-    if any(retraction(step.words) is not None or negated(step.words) is not None for step in steps):
-        reply = AIMessage(content=texts_of(prompts).load("nothing_changed"))
+    ("forget it", "never mind", "add milk. No, don't.") changed nothing and says so, unless it
+    names something after the take-back that no rule reads ("Not that, I said 'buy grapes'": a
+    correction, in doubt); a request in another language that no rule read says it was not
+    understood (``agent.prompting.compact_languages``); anything else no tool does is said
+    plainly."""
+    taken_back = [
+        step
+        for step in steps
+        if retraction(step.words) is not None or negated(step.words) is not None
+    ]
+    if taken_back:
+        # A quoted title after the take-back is what it was to be replaced with.
+        after = steps[steps.index(taken_back[0]) + 1 :]
+        named = next((step for step in after if step.quoted and step not in taken_back), None)
+        if named is not None:
+            text = texts_of(prompts).render("compact_in_doubt", words=named.words)
+            reply = not_done_answer(text)
+        else:
+            reply = AIMessage(content=texts_of(prompts).load("nothing_changed"))
         return StepBinding("answer", [], None, ANSWER_MAX_TOKENS, reply=reply)
     said = request or " ".join(step.clause for step in steps)
     computed = arithmetic_answer(said)

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_STEPS = 12
-"""Steps offered to the model at most; a longer request keeps its first ones (each step is one
-key of the plan grammar, and the grammar's length is what a small model pays for)."""
+"""Steps a request may have (each step is one key of the plan grammar, and the grammar's length
+is what a small model pays for). ``request_steps`` reads one more, so that a longer request is
+seen as such: it is not done in part (``compact_plan_step.plan_binding`` says so)."""
 
 MAX_PHRASE = 200
 """A step's words at most (a task title's limit), as the plan grammar's key and a row's title.
@@ -189,7 +190,7 @@ def request_steps(request: str) -> list[RequestStep]:
         phrase = phrase.strip() if is_quoted else phrase.strip()[:MAX_PHRASE]
         words = words.strip()[:MAX_PHRASE]
         key = words.casefold()
-        if phrase and key not in seen and len(steps) < MAX_STEPS:
+        if phrase and key not in seen and len(steps) <= MAX_STEPS:
             seen.add(key)
             steps.append(RequestStep(phrase, clause, is_quoted, words, **more))
 
@@ -372,15 +373,17 @@ def retraction(words: str) -> str | None:
 _HESITATION = re.compile(
     r"(?<![\w'-])(?:no|not|nope|don'?t|do not|never|wait|sorry|oops|meant|i mean|instead|"
     r"rather|actually|undo|ignore|hmm+|hold off|second thoughts?|changed? my mind|scratch|"
-    r"never\s*mind|nevermind|forget|but|maybe|perhaps|possibly|whichever|either|or|if|unless)"
+    r"never\s*mind|nevermind|forget|but|maybe|perhaps|possibly|whichever|either|or|if|unless|"
+    r"except|excepting|excluding|besides|other than|apart from|aside from|save for)"
     r"(?![\w'-])",
     re.IGNORECASE,
 )
 
 
 def hesitates(words: str) -> bool:
-    """Whether ``words`` correct, hedge or take something back ("no", "wait", "sorry, I meant",
-    "but not", "undo that", "hmm", "maybe", "or", "if"). Where no rule reads what they take
+    """Whether ``words`` correct, hedge, take something back or leave something out ("no",
+    "wait", "sorry, I meant", "but not", "undo that", "hmm", "maybe", "or", "if", "all
+    except 'x'"). Where no rule reads what they take
     back, acting on the rest would be a guess: the harness changes nothing and says so (issue
     40: a rule that guesses is worse than a question)."""
     # "add 'x' instead" is a plain addition: its "instead" refers to what was taken back.
@@ -406,6 +409,25 @@ def waits_for_something(words: str) -> str | None:
     None. The harness acts only now: done at once, such a step would be done before its time
     or without its condition, so it is not done and the answer says so."""
     match = _LATER.search(" ".join(words.split()))
+    return match.group(0) if match else None
+
+
+_CONDITION = re.compile(
+    r"^(?:once|when|whenever|after|before|until|till|as soon as)(?![\w'-])|"
+    r"(?<![\w'-])(?:tomorrow|tonight|later|"
+    rf"next\s+{_DAY}|"
+    r"in\s+(?:a|an|\d+|a few|few|some|one|two|three|ten|fifteen|thirty)\s+"
+    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?))(?![\w'-])",
+    re.IGNORECASE,
+)
+
+
+def sets_a_condition(words: str) -> str | None:
+    """The words by which a clause with no action of its own puts the request off ("Once I
+    get paid on Friday", "When the landlord confirms", "tomorrow"), or None. Narrower than
+    ``waits_for_something``: a clause that only tells of the past ("I paid it this morning")
+    sets no condition."""
+    match = _CONDITION.search(" ".join(words.split()))
     return match.group(0) if match else None
 
 

@@ -344,3 +344,51 @@ def test_english_requests_and_questions_are_left_as_written() -> None:
         assert in_english(request) == request
         assert not looks_foreign(request)
     assert looks_foreign("Sortiere meine Aufgaben nach Wichtigkeit.")
+
+
+# --- what the second review's phrasings showed (bench/eval/corpus3.json) --------------------
+
+
+@pytest.mark.parametrize(
+    "request_text, words",
+    [
+        ("Once I get paid on Friday, mark 'pay rent' as done.", "Once"),
+        ("When the landlord confirms, delete 'pay rent'.", "When"),
+    ],
+)
+def test_a_condition_in_a_clause_of_its_own_defers_the_change(
+    tools: list[Any], request_text: str, words: str
+) -> None:
+    reply = answer_of(tools, request_text)
+
+    assert reply is not None and not reply.tool_calls
+    assert str(reply.content).startswith("Not done: I changed nothing.")
+    assert f'("{words}"' in str(reply.content)
+
+
+def test_all_but_a_named_task_is_not_read_as_that_task(tools: list[Any]) -> None:
+    reply = answer_of(tools, "Complete all of them except 'call mom'.")
+
+    assert reply is not None and not reply.tool_calls
+    assert str(reply.content).startswith("Not done: I changed nothing.")
+
+
+def test_a_take_back_with_a_replacement_is_in_doubt_not_understood(tools: list[Any]) -> None:
+    reply = answer_of(tools, "Not that, I said 'buy grapes'.")
+    assert reply is not None and str(reply.content).startswith("Not done: I changed nothing.")
+    assert "I said 'buy grapes'" in str(reply.content)
+
+    taken_back = answer_of(tools, "Mark 'pay rent' as done. Actually never mind.")
+    assert taken_back is not None and str(taken_back.content) == "Understood: I changed nothing."
+
+
+def test_a_request_too_long_to_read_whole_is_not_done_in_part(tools: list[Any]) -> None:
+    venting = " ".join(f"Day {number} was long and nothing went well." for number in range(14))
+    request = f"{venting} Anyway, please add 'book the vet for Luna' to my list."
+
+    reply = answer_of(tools, request)
+
+    assert reply is not None and not reply.tool_calls
+    assert str(reply.content).startswith("Not done: I changed nothing.")
+    assert "more than 12" in str(reply.content)
+    assert acted(tools, "Add 'book the vet for Luna' to my list.", [])[0][0] == "add_task"
