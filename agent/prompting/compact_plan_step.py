@@ -150,7 +150,7 @@ def _not_now(
     send), corrects or hedges itself in words no rule reads (``doubtful_step``), or asks for a
     change later or on a condition (``deferred_step``); None for any other."""
     doubt = doubtful_step(steps, decided, tools)
-    if len(steps) > MAX_STEPS:
+    if sum(1 for step in steps if not step.heading) > MAX_STEPS:
         text = texts_of(prompts).render("compact_too_long", steps=str(MAX_STEPS))
     elif doubt is not None:
         text = texts_of(prompts).render("compact_in_doubt", words=doubt.words)

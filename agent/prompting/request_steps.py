@@ -190,7 +190,8 @@ def request_steps(request: str) -> list[RequestStep]:
         phrase = phrase.strip() if is_quoted else phrase.strip()[:MAX_PHRASE]
         words = words.strip()[:MAX_PHRASE]
         key = words.casefold()
-        if phrase and key not in seen and len(steps) <= MAX_STEPS:
+        counted = sum(1 for step in steps if not step.heading)  # a list's lead-in is no step
+        if phrase and key not in seen and counted <= MAX_STEPS:
             seen.add(key)
             steps.append(RequestStep(phrase, clause, is_quoted, words, **more))
 
@@ -413,22 +414,45 @@ def waits_for_something(words: str) -> str | None:
 
 
 _CONDITION = re.compile(
-    r"^(?:once|when|whenever|after|before|until|till|as soon as)(?![\w'-])|"
+    r"^(?:once|when|whenever|after|before|until|till|as soon as)(?![\w'-])",
+    re.IGNORECASE,
+)
+_TIME_TO_COME = re.compile(
     r"(?<![\w'-])(?:tomorrow|tonight|later|"
     rf"next\s+{_DAY}|"
     r"in\s+(?:a|an|\d+|a few|few|some|one|two|three|ten|fifteen|thirty)\s+"
     r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?))(?![\w'-])",
     re.IGNORECASE,
 )
+_ANY_TIME = re.compile(
+    r"^(?:when|whenever)\s+(?:you|u)\s+(?:can|get\s+(?:a|the)\s+chance|have\s+(?:a\s+|the\s+)?"
+    r"(?:time|moment|minute|sec|second))|^before\s+(?:we|you)\s+(?:start|begin|go\s+on)",
+    re.IGNORECASE,
+)
+_SIGN_OFF = re.compile(
+    r"^(?:(?:see|talk\s+to|speak\s+to|catch|chat\s+with)\s+(?:you|u|ya)|bye|goodbye|"
+    r"thanks|thank\s+you|cheers|ttyl)(?![\w'-])",
+    re.IGNORECASE,
+)
 
 
 def sets_a_condition(words: str) -> str | None:
-    """The words by which a clause with no action of its own puts the request off ("Once I
-    get paid on Friday", "When the landlord confirms", "tomorrow"), or None. Narrower than
-    ``waits_for_something``: a clause that only tells of the past ("I paid it this morning")
-    sets no condition."""
-    match = _CONDITION.search(" ".join(words.split()))
-    return match.group(0) if match else None
+    """The words by which a clause with no action of its own puts the request off: it opens
+    with a condition ("Once I get paid on Friday", "When the landlord confirms"), or names a
+    time to come ("Do it tomorrow"); or None. Narrower than ``waits_for_something``: a clause
+    that tells of the past ("I paid it this morning"), of the user's own plans ("I'll call
+    her tomorrow", ``is_remark``), says goodbye ("See you later!") or asks politely ("When
+    you get a chance, ...") sets none."""
+    text = _LEADING_FILLER.sub("", " ".join(words.split()))
+    if _ANY_TIME.match(text) or _SIGN_OFF.match(text):
+        return None
+    opening = _CONDITION.match(text)
+    if opening is not None:
+        return opening.group(0)
+    if is_remark(text):
+        return None
+    later = _TIME_TO_COME.search(text)
+    return later.group(0) if later else None
 
 
 _REMARK = re.compile(

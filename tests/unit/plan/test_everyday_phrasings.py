@@ -392,3 +392,36 @@ def test_a_request_too_long_to_read_whole_is_not_done_in_part(tools: list[Any]) 
     assert str(reply.content).startswith("Not done: I changed nothing.")
     assert "more than 12" in str(reply.content)
     assert acted(tools, "Add 'book the vet for Luna' to my list.", [])[0][0] == "add_task"
+
+
+@pytest.mark.parametrize(
+    "request_text, tool",
+    [
+        ("Delete 'buy milk'. See you later!", "delete_task"),
+        ("Mark 'laundry' as done. Talk to you tomorrow!", "complete_task"),
+        ("Delete 'call mom'. I'll call her tomorrow instead.", "delete_task"),
+        ("Mark 'pay rent' as done. Thanks, I'll check back later.", "complete_task"),
+        ("When you get a chance, delete 'laundry'.", "delete_task"),
+        ("Hi! Before we start, delete 'laundry'.", "delete_task"),
+    ],
+)
+def test_a_goodbye_a_plan_of_the_users_own_or_a_polite_when_puts_nothing_off(
+    tools: list[Any], request_text: str, tool: str
+) -> None:
+    titles = ["buy milk", "laundry", "call mom", "pay rent"]
+    assert [name for name, _ in acted(tools, request_text, titles)] == [tool]
+
+
+GROCERIES = ["eggs", "milk", "bread", "butter", "cheese", "apples", "pears", "rice", "pasta"]
+GROCERIES += ["coffee", "tea", "jam", "honey"]
+
+
+def test_a_list_of_twelve_under_a_lead_in_is_read_whole(tools: list[Any]) -> None:
+    """The lead-in line is no step: twelve items are acted on, a thirteenth is too many."""
+    listed = "Add these to my list:\n" + "\n".join(f"- {item}" for item in GROCERIES[:12])
+    binding = step_binding(tools, [], [HumanMessage(listed)], None, listed)
+    assert binding.reply is not None and binding.reply.tool_calls
+    assert binding.reply.tool_calls[0]["args"] == {"title": "eggs"}
+
+    reply = answer_of(tools, f"{listed}\n- {GROCERIES[12]}")
+    assert reply is not None and "more than 12" in str(reply.content)
